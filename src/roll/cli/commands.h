@@ -1,0 +1,15 @@
+#pragma once
+// Subcommand registration. Each register_* adds a subcommand whose callback runs it and sets
+// the process exit code (0 ok, 1 failed, 2 usage error).
+namespace CLI {
+class App;
+}
+
+namespace roll::cli {
+
+void register_validate(CLI::App& app);
+
+void set_exit_code(int code);
+int exit_code();
+
+}  // namespace roll::cli

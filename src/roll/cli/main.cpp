@@ -1,0 +1,20 @@
+// The `roll` command. Each subcommand lives in its own file and registers itself here.
+#include <CLI/CLI.hpp>
+
+#include <iostream>
+
+#include "roll/cli/commands.h"
+#include "roll/core/error.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"rollcpp: ROLL's RL post-training pipelines as one native program"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "rollcpp 0.1.0");
+  roll::cli::register_validate(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  return roll::cli::exit_code();
+}

@@ -1,0 +1,120 @@
+// `roll validate`: compose, interpolate, type, derive and check a ROLL config; print the resolved
+// config and the placement plan. Starts nothing; only warns about missing model and data paths.
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <iostream>
+
+#include "roll/cli/commands.h"
+#include "roll/config/load.h"
+#include "roll/config/model_path.h"
+#include "roll/config/placement.h"
+#include "roll/config/reader.h"
+
+namespace roll::cli {
+namespace {
+
+int g_exit_code = 0;
+
+struct ValidateOptions {
+  std::string config_path = ".";
+  std::string config_name;
+  std::string platform;
+  int devices_per_node = 0;
+  std::string pipeline;
+  bool show_env = false;
+  bool quiet = false;
+  std::vector<std::string> overrides;
+};
+
+void warn_missing_paths(const config::PipelineConfig& c, std::vector<std::string>& warnings) {
+  auto model = [&](const std::string& key, const std::optional<std::string>& id) {
+    if (!id) return;
+    auto found = config::find_model_path(*id);
+    if (!found.path)
+      warnings.push_back(fmt::format("key '{}': model '{}' is not available locally (searched {}); runs will need "
+                                     "`roll model init` or pretrain=<dir>",
+                                     key, *id, fmt::join(found.searched, ", ")));
+  };
+  auto data = [&](const std::string& key, const std::optional<config::DataArguments>& d) {
+    if (!d) return;
+    for (const auto& f : d->file_name)
+      if (!std::filesystem::exists(f))
+        warnings.push_back(fmt::format("key '{}': data file '{}' does not exist (relative to {})", key, f,
+                                       std::filesystem::current_path().string()));
+  };
+  if (c.kind == config::PipelineKind::sft) {
+    model("sft_train.model_args.model_name_or_path", c.sft_train.model_args.model_name_or_path);
+    data("sft_train.data_args.file_name", c.sft_train.data_args);
+    return;
+  }
+  model("actor_train.model_args.model_name_or_path", c.actor_train.model_args.model_name_or_path);
+  if (c.actor_infer.model_args.model_name_or_path != c.actor_train.model_args.model_name_or_path)
+    model("actor_infer.model_args.model_name_or_path", c.actor_infer.model_args.model_name_or_path);
+  if (c.adv_estimator == "gae") model("critic.model_args.model_name_or_path", c.critic.model_args.model_name_or_path);
+  data("actor_train.data_args.file_name", c.actor_train.data_args);
+  if (c.validation) data("validation.data_args.file_name", c.validation->data_args);
+}
+
+void run(const ValidateOptions& o) {
+  config::LoadRequest req;
+  req.compose = {o.config_path, o.config_name, o.overrides};
+  if (!o.platform.empty()) req.platform = config::parse_platform(o.platform);
+  if (o.devices_per_node > 0) req.devices_per_node = o.devices_per_node;
+  if (!o.pipeline.empty()) {
+    if (o.pipeline == "rlvr") req.kind = config::PipelineKind::rlvr;
+    else if (o.pipeline == "agentic") req.kind = config::PipelineKind::agentic;
+    else if (o.pipeline == "sft") req.kind = config::PipelineKind::sft;
+    else throw ConfigError("", fmt::format("--pipeline '{}': expected rlvr, agentic or sft", o.pipeline));
+  }
+  auto loaded = config::load_config(req);
+  auto plan = config::make_placement_plan(loaded.config, loaded.platform);
+  std::vector<std::string> warnings;
+  for (const auto& w : loaded.warnings) warnings.push_back(w.message);
+  warn_missing_paths(loaded.config, warnings);
+  if (!o.quiet) {
+    std::cout << "# " << loaded.file << " (" << config::pipeline_kind_name(loaded.config.kind)
+              << " pipeline), resolved with defaults and derived values\n";
+    std::cout << config::to_yaml(config::write_pipeline_config(loaded.config)) << "\n\n";
+  }
+  std::cout << config::format_placement_plan(plan, o.show_env);
+  for (const auto& w : warnings) std::cerr << "warning: " << w << "\n";
+  std::cout << fmt::format("OK: {} is a valid {} config ({} warning(s))\n", loaded.file,
+                           config::pipeline_kind_name(loaded.config.kind), warnings.size());
+}
+
+}  // namespace
+
+void set_exit_code(int code) { g_exit_code = code; }
+int exit_code() { return g_exit_code; }
+
+void register_validate(CLI::App& app) {
+  auto opts = std::make_shared<ValidateOptions>();
+  auto* cmd = app.add_subcommand("validate", "Check a ROLL config and print the resolved config and placement plan");
+  cmd->add_option("--config_path,--config-path", opts->config_path,
+                  "Directory of the config (relative to the current directory or absolute)");
+  cmd->add_option("--config_name,--config-name", opts->config_name, "Config file name, with or without .yaml")
+      ->required();
+  cmd->add_option("--platform", opts->platform, "cpu, cuda, npu or npu-emulated (default: ROLL_PLATFORM or detected)");
+  cmd->add_option("--devices-per-node", opts->devices_per_node, "Overrides num_gpus_per_node");
+  cmd->add_option("--pipeline", opts->pipeline, "rlvr, agentic or sft (default: detected from the keys)");
+  cmd->add_flag("--show-env", opts->show_env, "Print every worker's environment variables");
+  cmd->add_flag("-q,--quiet", opts->quiet, "Print only the placement plan");
+  cmd->add_option("overrides", opts->overrides, "key=value overrides applied after composition");
+  cmd->callback([opts] {
+    try {
+      run(*opts);
+      set_exit_code(0);
+    } catch (const config::ConfigErrors& e) {
+      std::cerr << "error: " << e.errors().size() << " problem(s) in the config:\n";
+      for (const auto& d : e.errors()) std::cerr << "  - " << d.message << "\n";
+      set_exit_code(1);
+    } catch (const Error& e) {
+      std::cerr << "error: " << e.what() << "\n";
+      set_exit_code(1);
+    }
+  });
+}
+
+}  // namespace roll::cli

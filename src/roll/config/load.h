@@ -1,0 +1,40 @@
+#pragma once
+// The one entry point from YAML to a validated config: compose -> interpolate -> type -> derive
+// -> check. Throws ConfigErrors listing every problem; warnings are returned, not printed.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "roll/config/compose.h"
+#include "roll/config/diagnostics.h"
+#include "roll/config/platform.h"
+#include "roll/config/schema.h"
+
+namespace roll::config {
+
+struct LoadRequest {
+  ComposeRequest compose;
+  std::optional<PipelineKind> kind;      // forced by `roll rlvr|agentic|sft`; else detected from the keys
+  std::optional<Platform> platform;      // else default_platform()
+  std::optional<int> devices_per_node;   // overrides num_gpus_per_node (DESIGN section 4, quirk 1)
+};
+
+struct LoadedConfig {
+  std::string file;
+  NodePtr resolved;  // the composed and interpolated tree, before typing
+  PipelineConfig config;
+  Platform platform = Platform::cpu;
+  std::vector<Diagnostic> warnings;  // unknown keys come first, as one entry
+};
+
+LoadedConfig load_config(const LoadRequest& request);
+
+// Detects rlvr / agentic / sft from the keys present; throws NotSupportedError for ROLL
+// pipelines rollcpp does not have (DPO, distillation, on-policy distillation).
+PipelineKind detect_pipeline_kind(const NodePtr& resolved);
+
+// Derivation and checks on an already typed config (exposed for tests).
+void derive_and_check(PipelineConfig& config, const NodePtr& resolved, Platform platform,
+                      std::optional<int> devices_per_node, Diagnostics& diag);
+
+}  // namespace roll::config

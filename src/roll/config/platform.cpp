@@ -1,0 +1,55 @@
+#include "roll/config/platform.h"
+
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <filesystem>
+
+#include "roll/core/error.h"
+
+namespace roll::config {
+
+const PlatformRules& platform_rules(Platform p) {
+  static const std::vector<std::pair<std::string, std::string>> common = {
+      {"TORCH_EXTENSIONS_DIR", ""},
+  };
+  static const PlatformRules cpu{Platform::cpu, "cpu", "CPU", "", "gloo", true, {}, false, false, true, common};
+  static const PlatformRules cuda{Platform::cuda, "cuda", "GPU", "CUDA_VISIBLE_DEVICES", "nccl", true, {}, false,
+                                  false, false,
+                                  [] {
+                                    auto env = common;
+                                    env.push_back({"PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True"});
+                                    env.push_back({"NCCL_CUMEM_ENABLE", "0"});
+                                    env.push_back({"NCCL_NVLS_ENABLE", "0"});
+                                    return env;
+                                  }()};
+  static const std::vector<std::string> npu_training{"deepspeed_train", "fsdp2_train"};
+  static const PlatformRules npu{Platform::npu, "npu", "NPU", "ASCEND_RT_VISIBLE_DEVICES", "hccl", false,
+                                 npu_training, true, true, false, common};
+  static const PlatformRules npu_emulated{Platform::npu_emulated, "npu-emulated", "NPU", "ASCEND_RT_VISIBLE_DEVICES",
+                                          "hccl", false, npu_training, true, true, true, common};
+  switch (p) {
+    case Platform::cpu: return cpu;
+    case Platform::cuda: return cuda;
+    case Platform::npu: return npu;
+    case Platform::npu_emulated: return npu_emulated;
+  }
+  return cpu;
+}
+
+Platform parse_platform(const std::string& name) {
+  if (name == "cpu") return Platform::cpu;
+  if (name == "cuda" || name == "gpu") return Platform::cuda;
+  if (name == "npu") return Platform::npu;
+  if (name == "npu-emulated" || name == "npu_emulated") return Platform::npu_emulated;
+  throw ConfigError("platform", fmt::format("unknown platform '{}' (expected cpu, cuda, npu or npu-emulated)", name));
+}
+
+Platform default_platform() {
+  if (const char* env = std::getenv("ROLL_PLATFORM"); env && *env) return parse_platform(env);
+  if (std::filesystem::exists("/dev/nvidia0")) return Platform::cuda;
+  if (std::filesystem::exists("/dev/davinci0")) return Platform::npu;
+  return Platform::cpu;
+}
+
+}  // namespace roll::config

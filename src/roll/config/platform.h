@@ -1,0 +1,33 @@
+#pragma once
+// The platform rules table (DESIGN section 5): what differs between cpu, cuda and Ascend npu,
+// and `npu-emulated`, which applies the npu rules on CPU compute so those paths are tested here.
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace roll::config {
+
+enum class Platform { cpu, cuda, npu, npu_emulated };
+
+struct PlatformRules {
+  Platform platform;
+  std::string name;            // cpu | cuda | npu | npu-emulated
+  std::string device_key;      // ROLL's ray_device_key: CPU | GPU | NPU
+  std::string visibility_var;  // "" on cpu
+  std::string backend;         // gloo | nccl | hccl
+  // May actor_infer share devices with actor_train or critic? (`reference` may always share.)
+  bool colocation_allowed = true;
+  std::vector<std::string> training_strategies;  // allowed for actor_train/critic/sft_train; empty = all
+  bool restrict_attn_implementation = false;      // npu: fa2 | sdpa | auto only
+  bool cast_int64_to_int32 = false;               // npu: int64 batch tensors travel as int32
+  bool compute_on_cpu = true;                     // where the math runs in this build
+  std::vector<std::pair<std::string, std::string>> default_env;  // spec 8, given to every worker
+};
+
+const PlatformRules& platform_rules(Platform p);
+// "cpu", "cuda", "npu", "npu-emulated"; throws ConfigError naming the value otherwise.
+Platform parse_platform(const std::string& name);
+// ROLL_PLATFORM when set, else what this machine has (cuda when an NVIDIA device node exists).
+Platform default_platform();
+
+}  // namespace roll::config

@@ -1,0 +1,48 @@
+#include "roll/core/log.h"
+
+#include <spdlog/sinks/stdout_sinks.h>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <mutex>
+
+namespace roll::log {
+namespace {
+
+std::shared_ptr<spdlog::logger> make_logger() {
+  // Log lines go to stderr so stdout stays machine-readable (`roll validate` output, JSON).
+  auto logger = spdlog::stderr_logger_mt("roll");
+  logger->set_pattern("[%Y-%m-%d %H:%M:%S,%e] [%l] [DRIVER 0 / 1][PID " + std::to_string(getpid()) + "] %v");
+  const char* debug = std::getenv("ROLL_DEBUG");
+  logger->set_level(debug && std::string(debug) == "1" ? spdlog::level::debug : spdlog::level::info);
+  return logger;
+}
+
+spdlog::logger& logger() {
+  static std::shared_ptr<spdlog::logger> instance = make_logger();
+  return *instance;
+}
+
+spdlog::level::level_enum to_spd(Level level) {
+  switch (level) {
+    case Level::debug: return spdlog::level::debug;
+    case Level::info: return spdlog::level::info;
+    case Level::warn: return spdlog::level::warn;
+    case Level::error: return spdlog::level::err;
+  }
+  return spdlog::level::info;
+}
+
+}  // namespace
+
+void write(Level level, std::string_view message) { logger().log(to_spd(level), message); }
+
+void set_level(Level level) { logger().set_level(to_spd(level)); }
+
+void set_identity(std::string_view worker_name, int rank, int world_size) {
+  logger().set_pattern(fmt::format("[%Y-%m-%d %H:%M:%S,%e] [%l] [{} {} / {}][PID {}] %v", worker_name, rank,
+                                   world_size, getpid()));
+}
+
+}  // namespace roll::log
