@@ -184,7 +184,12 @@ void derive_worker(Ctx& x, const std::string& role, WorkerConfig& w, bool needs_
     w.num_gpus_per_worker = 0;
     if (!w.world_size) w.world_size = 1;
     if (*w.world_size <= 0) x.error(role + ".world_size", fmt::format("must be >= 1, got {}", *w.world_size));
-    if (needs_devices)
+    if (needs_devices && role == "actor_train" && x.c.kind == PipelineKind::agentic)
+      x.error(role + ".device_mapping",
+              "actor_train has no device_mapping: this looks like a rollout-only config (ROLL's "
+              "start_agentic_rollout_pipeline.py), which is not supported in rollcpp yet; see docs/known-gaps.md. "
+              "For training, set actor_train.device_mapping");
+    else if (needs_devices)
       x.error(role + ".device_mapping",
               fmt::format("{} needs devices: set device_mapping (e.g. list(range(0,1)))", role));
   }

@@ -12,11 +12,8 @@
 namespace roll::config {
 namespace {
 
-bool has_interpolation(const std::string& s) {
-  for (size_t i = 0; i + 1 < s.size(); ++i)
-    if (s[i] == '$' && s[i + 1] == '{' && (i == 0 || s[i - 1] != '\\')) return true;
-  return false;
-}
+// True when `s` holds a "${" (escaped ones too: resolving turns "\\${" into a literal "${").
+bool has_interpolation(const std::string& s) { return s.find("${") != std::string::npos; }
 
 // Finds the '}' closing the "${" at `open` (which points at '$'), honouring nesting.
 size_t find_close(const std::string& s, size_t open) {

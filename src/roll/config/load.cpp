@@ -54,7 +54,8 @@ LoadedConfig load_config(const LoadRequest& request) {
     bool is_variable = false;
     for (const auto& r : referenced)
       if (r == u.key || r.rfind(u.key + ".", 0) == 0) is_variable = true;
-    const bool from_include = !u.message.empty() && u.message.rfind(out.file, 0) != 0;
+    const bool from_command_line = u.message == SourceLoc{"", -1}.str();
+    const bool from_include = !u.message.empty() && !from_command_line && u.message.rfind(out.file, 0) != 0;
     if (!is_variable && !from_include) unknown.push_back(u);
   }
   if (!unknown.empty()) {

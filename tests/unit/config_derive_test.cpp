@@ -1,0 +1,447 @@
+// Typed loading, derived values and bad-input errors of ROLL configs.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "config_test_util.h"
+
+using namespace roll;
+using namespace roll::config;
+using roll::testing::error_of;
+using roll::testing::load_in;
+using roll::testing::TempConfigDir;
+
+namespace {
+
+const char* kRlvr = R"(exp_name: t
+num_gpus_per_node: 4
+rollout_batch_size: 8
+prompt_length: 64
+response_length: 64
+num_return_sequences_in_group: 2
+adv_estimator: grpo
+init_kl_coef: 0.0
+pretrain: /nonexistent/model
+system_envs: {A: '1', B: '2'}
+actor_train:
+  data_args:
+    file_name: data/x.jsonl
+    domain_interleave_probs: {math_rule: 1}
+    messages: messages
+  training_args: {per_device_train_batch_size: 2, gradient_accumulation_steps: 2}
+  strategy_args: {strategy_name: deepspeed_train, strategy_config: {zero_optimization: {stage: 2}}}
+  device_mapping: list(range(0,2))
+  system_envs: {B: 'worker'}
+actor_infer:
+  strategy_args: {strategy_name: vllm, strategy_config: {max_model_len: 256}}
+  generating_args: {max_new_tokens: 5, temperature: 0.7}
+  device_mapping: list(range(2,4))
+reference:
+  strategy_args: {strategy_name: hf_infer}
+  device_mapping: list(range(2,4))
+rewards:
+  math_rule:
+    worker_cls: roll.pipeline.rlvr.rewards.math_rule_reward_worker.MathRuleRewardWorker
+    tag_included: [math]
+    world_size: 2
+)";
+
+const char* kAgentic = R"(defaults:
+  - ../config/envs@_here_
+exp_name: ag
+num_gpus_per_node: 4
+rollout_batch_size: 16
+val_batch_size: 8
+sequence_length: 1024
+adv_estimator: grpo
+init_kl_coef: 0.0
+pretrain: /nonexistent/model
+max_tokens_per_step: 64
+actor_train:
+  training_args: {per_device_train_batch_size: 2, gradient_accumulation_steps: 4}
+  strategy_args: {strategy_name: fsdp2_train}
+  device_mapping: list(range(0,2))
+actor_infer:
+  strategy_args: {strategy_name: vllm}
+  device_mapping: list(range(2,4))
+train_env_manager:
+  max_env_num_per_worker: 4
+  num_env_groups: 4
+  group_size: 4
+  tags: [FrozenLake]
+  num_groups_partition: [4]
+  generating_args: {max_new_tokens: 32, temperature: 0.99}
+val_env_manager:
+  max_env_num_per_worker: 8
+  num_env_groups: 8
+  group_size: 1
+  tags: [FrozenLake, Sokoban]
+  num_groups_partition: [4, 4]
+custom_envs:
+  FrozenLake: ${custom_env.FrozenLake}
+  Sokoban: ${custom_env.Sokoban}
+  WebShop: {env_type: webshop}
+)";
+
+const char* kEnvs = R"(max_tokens_per_step: 128
+max_actions_per_traj: 10
+custom_env:
+  FrozenLake:
+    env_type: frozen_lake
+    max_steps: ${max_actions_per_traj}
+    max_tokens_per_step: ${max_tokens_per_step}
+    env_config: {is_slippery: false}
+  Sokoban:
+    env_type: sokoban
+    max_steps: ${max_actions_per_traj}
+    env_config: {dim_room: [6, 6], num_boxes: 1}
+)";
+
+struct Fixture {
+  TempConfigDir dir;
+  Fixture() {
+    dir.write("exp/rlvr.yaml", kRlvr);
+    dir.write("exp/agentic.yaml", kAgentic);
+    dir.write("config/envs.yaml", kEnvs);
+  }
+  LoadedConfig rlvr(std::vector<std::string> o = {}, Platform p = Platform::cpu) {
+    return load_in(dir, "exp", "rlvr", std::move(o), p);
+  }
+  LoadedConfig agentic(std::vector<std::string> o = {}, Platform p = Platform::cpu) {
+    return load_in(dir, "exp", "agentic", std::move(o), p);
+  }
+};
+
+bool has_warning(const LoadedConfig& c, const std::string& needle) {
+  for (const auto& w : c.warnings)
+    if (w.message.find(needle) != std::string::npos) return true;
+  return false;
+}
+
+}  // namespace
+
+TEST(ConfigDerive, RlvrDerivedValues) {
+  Fixture f;
+  auto l = f.rlvr();
+  const auto& c = l.config;
+  EXPECT_EQ(c.kind, PipelineKind::rlvr);
+  EXPECT_EQ(c.sequence_length.value(), 128);  // prompt_length + response_length
+  EXPECT_FALSE(c.response_length.has_value());
+  EXPECT_EQ(c.val_sequence_length.value(), 128);
+  EXPECT_EQ(c.val_prompt_length.value(), 64);
+  EXPECT_EQ(c.actor_train.world_size.value(), 2);
+  EXPECT_EQ(c.actor_infer.world_size.value(), 2);
+  EXPECT_EQ(c.actor_train.num_gpus_per_worker, 1);
+  EXPECT_EQ(c.rewards.at(0).second.worker.world_size.value(), 2);
+  EXPECT_EQ(c.rewards.at(0).second.worker.num_gpus_per_worker, 0);
+  // RLVR: actor_infer max_new_tokens = sequence_length - prompt_length, n copied from the group size.
+  EXPECT_EQ(c.actor_infer.generating_args->max_new_tokens, 64);
+  EXPECT_EQ(c.actor_infer.generating_args->num_return_sequences, 2);
+  EXPECT_DOUBLE_EQ(c.actor_infer.generating_args->temperature, 0.7);
+  EXPECT_EQ(c.actor_infer.max_concurrency, 1000);
+  // pretrain fills all policy model paths.
+  EXPECT_EQ(c.actor_train.model_args.model_name_or_path.value(), "/nonexistent/model");
+  EXPECT_EQ(c.reference.model_args.model_name_or_path.value(), "/nonexistent/model");
+  // init_kl_coef 0 and no kl loss: no reference. 8 prompts x 2 / dp 2 = 8 samples per rank over
+  // micro 2 x GA 2 = 4 per optimizer step -> 2 backward steps -> recompute old log-probs.
+  EXPECT_FALSE(c.enable_reference);
+  EXPECT_TRUE(c.enable_old_logprobs_recompute);
+  // LR schedule length: max_steps(500) * 16 samples * 1 epoch / 4 = 2000.
+  EXPECT_EQ(c.actor_train.training_args.max_steps, 2000);
+  EXPECT_TRUE(c.actor_train.training_args.bf16);  // dtype bf16 default
+  EXPECT_EQ(c.actor_train.training_args.seed.value(), 42);
+  // system_envs: top-level merged, worker wins.
+  ASSERT_EQ(c.actor_train.system_envs.size(), 2u);
+  EXPECT_EQ(c.actor_train.system_envs[1].second, "worker");
+  EXPECT_EQ(c.actor_infer.system_envs[1].second, "2");
+  EXPECT_EQ(c.num_nodes, 1);
+}
+
+TEST(ConfigDerive, KlDefaultsEnableReferenceAndRecompute) {
+  Fixture f;
+  auto l = f.rlvr({"~init_kl_coef"});  // ROLL's default 0.2 (quirk 2, reproduced)
+  EXPECT_DOUBLE_EQ(l.config.init_kl_coef, 0.2);
+  EXPECT_TRUE(l.config.enable_reference);
+  EXPECT_TRUE(l.config.enable_old_logprobs_recompute);
+  auto k = f.rlvr({"use_kl_loss=true", "kl_loss_coef=0.01"});
+  EXPECT_TRUE(k.config.enable_reference);
+}
+
+TEST(ConfigDerive, RecomputeOffWhenOneBackwardStepPerRank) {
+  Fixture f;
+  auto l = f.rlvr({"actor_train.training_args.gradient_accumulation_steps=4"});  // 8 per rank / (2*4) = 1
+  EXPECT_FALSE(l.config.enable_old_logprobs_recompute);
+  auto g = f.rlvr({"actor_train.training_args.gradient_accumulation_steps=4", "adv_estimator=gigpo"});
+  EXPECT_TRUE(g.config.enable_old_logprobs_recompute);
+  auto d = f.rlvr({"force_disable_old_logprobs_recompute=true"});
+  EXPECT_FALSE(d.config.enable_old_logprobs_recompute);
+}
+
+TEST(ConfigDerive, SequenceLengthAndValidationLengths) {
+  Fixture f;
+  auto l = f.rlvr({"response_length=null", "sequence_length=100", "val_prompt_length=32", "val_sequence_length=96",
+                   "+validation.data_args.template=qwen2_5"});
+  EXPECT_EQ(l.config.sequence_length.value(), 100);
+  EXPECT_EQ(l.config.actor_infer.generating_args->max_new_tokens, 36);
+  EXPECT_EQ(l.config.validation->generating_args->max_new_tokens, 64);
+}
+
+TEST(ConfigDerive, PretrainOverwritesWithWarningAndCriticUsesRewardPretrain) {
+  Fixture f;
+  auto l = f.rlvr({"actor_train.model_args.model_name_or_path=/other", "adv_estimator=gae",
+                   "reward_pretrain=/critic/model", "critic.device_mapping=list(range(0,2))",
+                   "critic.strategy_args.strategy_name=fsdp2_train"});
+  EXPECT_EQ(l.config.actor_train.model_args.model_name_or_path.value(), "/nonexistent/model");
+  EXPECT_TRUE(has_warning(l, "actor_train.model_args.model_name_or_path"));
+  EXPECT_EQ(l.config.critic.model_args.model_name_or_path.value(), "/critic/model");
+  EXPECT_EQ(l.config.critic.world_size.value(), 2);
+}
+
+TEST(ConfigDerive, UnknownKeysAreOneWarningNamingThem) {
+  Fixture f;
+  auto l = f.rlvr({"+typo_key=1", "+actor_train.model_args.flash_attn=fa2"});
+  int n = 0;
+  for (const auto& w : l.warnings)
+    if (w.message.find("unknown key") != std::string::npos) {
+      ++n;
+      EXPECT_NE(w.message.find("typo_key"), std::string::npos);
+      EXPECT_NE(w.message.find("actor_train.model_args.flash_attn"), std::string::npos);
+    }
+  EXPECT_EQ(n, 1);
+}
+
+TEST(ConfigDerive, VariablesAndIncludedHelperKeysAreNotUnknown) {
+  Fixture f;
+  auto l = f.agentic();
+  for (const auto& w : l.warnings) {
+    EXPECT_EQ(w.message.find("max_actions_per_traj"), std::string::npos) << w.message;
+    EXPECT_EQ(w.message.find("custom_env "), std::string::npos) << w.message;
+  }
+}
+
+TEST(ConfigDerive, DeepSpeedIncludesBecomeStrategyConfig) {
+  TempConfigDir d;
+  d.write("config/deepspeed_zero3.yaml", "deepspeed_zero3:\n  zero_optimization:\n    stage: 3\n");
+  std::string text = std::string("defaults:\n  - ../config/deepspeed_zero3@_here_\n") + kRlvr;
+  text.replace(text.find("{strategy_name: deepspeed_train, strategy_config: {zero_optimization: {stage: 2}}}"),
+               std::string("{strategy_name: deepspeed_train, strategy_config: {zero_optimization: {stage: 2}}}").size(),
+               "{strategy_name: deepspeed_train, strategy_config: '${deepspeed_zero3}'}");
+  d.write("exp/main.yaml", text);
+  auto l = load_in(d, "exp", "main");
+  auto sc = l.config.actor_train.strategy_args->strategy_config;
+  ASSERT_TRUE(sc && sc->is_map());
+  EXPECT_EQ(sc->get("zero_optimization")->get("stage")->text(), "3");
+}
+
+TEST(ConfigDerive, AgenticDerivedValues) {
+  Fixture f;
+  auto l = f.agentic();
+  const auto& c = l.config;
+  EXPECT_EQ(c.kind, PipelineKind::agentic);
+  // generating_args flow from the train env manager to actor_infer; n forced to 1.
+  EXPECT_EQ(c.actor_infer.generating_args->max_new_tokens, 32);
+  EXPECT_EQ(c.actor_infer.generating_args->num_return_sequences, 1);
+  // traj_per_env = ceil(16 / (4 groups * 4)) = 1; env workers = ceil(16 envs / 4) = 4 and ceil(8 / 8) = 1.
+  EXPECT_EQ(c.train_env_manager.max_traj_per_env, 1);
+  EXPECT_EQ(c.train_env_manager.worker.world_size.value(), 4);
+  EXPECT_EQ(c.val_env_manager.worker.world_size.value(), 1);
+  EXPECT_EQ(c.train_env_manager.worker.model_args.model_name_or_path.value(), "/nonexistent/model");
+  // custom_envs picked up the primary file's max_tokens_per_step (64) through the include.
+  NodePtr fl;
+  for (const auto& [t, s] : c.custom_envs)
+    if (t == "FrozenLake") fl = s;
+  ASSERT_TRUE(fl);
+  EXPECT_EQ(fl->get("max_tokens_per_step")->text(), "64");
+  EXPECT_EQ(fl->get("max_steps")->text(), "10");
+  EXPECT_EQ(c.actor_infer.max_concurrency, 1000);
+}
+
+TEST(ConfigDerive, AgenticActorInferGeneratingArgsWinAndMaxConcurrencyGrows) {
+  Fixture f;
+  auto l = f.agentic({"+actor_infer.generating_args.max_new_tokens=16", "train_env_manager.max_env_num_per_worker=16",
+                      "train_env_manager.num_env_groups=400", "train_env_manager.num_groups_partition=[400]",
+                      "rollout_batch_size=1600"});
+  EXPECT_EQ(l.config.train_env_manager.worker.generating_args->max_new_tokens, 16);
+  EXPECT_EQ(l.config.val_env_manager.worker.generating_args->max_new_tokens, 16);
+  EXPECT_EQ(l.config.actor_infer.max_concurrency, 100 * 16 + 1);  // 1600 envs / 16 per worker = 100 workers
+}
+
+TEST(ConfigDerive, ValBatchSizeMinusOneIsUnlimited) {
+  Fixture f;
+  EXPECT_EQ(f.agentic({"val_batch_size=-1"}).config.val_batch_size, -1);
+}
+
+TEST(ConfigDerive, SftConfig) {
+  TempConfigDir d;
+  d.write("exp/sft.yaml", R"(exp_name: s
+sequence_length: 256
+pretrain: /m
+prompt_key: instruction
+query_key: input
+response_key: output
+validation: {data_args: {file_name: v.json, template: qwen2_5}}
+sft_train:
+  training_args: {per_device_train_batch_size: 2, gradient_accumulation_steps: 2}
+  data_args: {file_name: d.json, template: qwen2_5}
+  strategy_args: {strategy_name: fsdp2_train}
+  device_mapping: list(range(0,1))
+)");
+  auto l = load_in(d, "exp", "sft");
+  EXPECT_EQ(l.config.kind, PipelineKind::sft);
+  EXPECT_EQ(l.config.sft_train.model_args.model_name_or_path.value(), "/m");
+  EXPECT_EQ(l.config.sft_train.world_size.value(), 1);
+}
+
+// --- bad input: each message names the key at fault ----------------------------------------
+
+struct BadCase {
+  const char* name;
+  std::vector<std::string> overrides;
+  const char* key;  // must appear in the message
+  bool agentic = false;
+  Platform platform = Platform::cpu;
+};
+
+class ConfigDeriveBadInput : public ::testing::TestWithParam<BadCase> {};
+
+TEST_P(ConfigDeriveBadInput, ErrorNamesTheKey) {
+  Fixture f;
+  const auto& c = GetParam();
+  auto msg = error_of([&] { c.agentic ? f.agentic(c.overrides, c.platform) : f.rlvr(c.overrides, c.platform); });
+  EXPECT_NE(msg.find(c.key), std::string::npos) << c.name << ": " << msg;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, ConfigDeriveBadInput,
+    ::testing::Values(
+        BadCase{"int_type", {"rollout_batch_size=abc"}, "rollout_batch_size"},
+        BadCase{"int_not_integral", {"seed=1.5"}, "'seed'"},
+        BadCase{"float_type", {"actor_train.training_args.learning_rate=fast"}, "actor_train.training_args.learning_rate"},
+        BadCase{"bool_type", {"whiten_advantages=maybe"}, "whiten_advantages"},
+        BadCase{"map_expected", {"actor_train=5"}, "'actor_train'"},
+        BadCase{"list_expected", {"rewards.math_rule.tag_included={a: 1}"}, "rewards.math_rule.tag_included"},
+        BadCase{"adv_estimator", {"adv_estimator=ppo2"}, "adv_estimator"},
+        BadCase{"loss_agg_mode", {"loss_agg_mode=mean"}, "loss_agg_mode"},
+        BadCase{"kl_penalty", {"kl_penalty=k9"}, "kl_penalty"},
+        BadCase{"norm_type", {"norm_mean_type=median"}, "norm_mean_type"},
+        BadCase{"device_mapping_syntax", {"actor_train.device_mapping='list(range(0,'"}, "actor_train.device_mapping"},
+        BadCase{"device_mapping_dup", {"actor_train.device_mapping=[0,0]"}, "actor_train.device_mapping"},
+        BadCase{"infer_strategy", {"actor_infer.strategy_args.strategy_name=hf_infer"},
+                "actor_infer.strategy_args.strategy_name"},
+        BadCase{"train_strategy_is_inference", {"actor_train.strategy_args.strategy_name=vllm"},
+                "actor_train.strategy_args.strategy_name"},
+        BadCase{"unknown_strategy", {"actor_train.strategy_args.strategy_name=foo"},
+                "actor_train.strategy_args.strategy_name"},
+        BadCase{"megatron_tp", {"actor_train.strategy_args.strategy_name=megatron_train",
+                                "actor_train.strategy_args.strategy_config={tensor_model_parallel_size: 2}"},
+                "tensor_model_parallel_size"},
+        BadCase{"vllm_tp", {"actor_infer.strategy_args.strategy_config.tensor_parallel_size=2"}, "tensor_parallel_size"},
+        BadCase{"zero_stage", {"actor_train.strategy_args.strategy_config.zero_optimization.stage=5"},
+                "zero_optimization.stage"},
+        BadCase{"dtype", {"actor_train.model_args.dtype=fp8"}, "actor_train.model_args.dtype"},
+        BadCase{"async", {"async_generation_ratio=1"}, "async_generation_ratio"},
+        BadCase{"val_lengths_pair", {"val_prompt_length=10"}, "val_sequence_length"},
+        BadCase{"domain_without_reward", {"actor_train.data_args.domain_interleave_probs={code: 1}"},
+                "domain_interleave_probs.code"},
+        BadCase{"no_rewards", {"~rewards"}, "rewards"},
+        BadCase{"messages_and_prompt", {"actor_train.data_args.prompt=text"}, "actor_train.data_args.messages"},
+        BadCase{"template", {"actor_train.data_args.template=llama9"}, "actor_train.data_args.template"},
+        BadCase{"reward_worker", {"rewards.math_rule.worker_cls=x.IfevalRuleRewardWorker"}, "rewards.math_rule.worker_cls"},
+        BadCase{"judge_api", {"rewards.math_rule.judge_model_type=api"}, "rewards.math_rule.judge_model_type"},
+        BadCase{"batch_zero", {"actor_train.training_args.per_device_train_batch_size=0"},
+                "per_device_train_batch_size"},
+        BadCase{"lora", {"actor_train.model_args.lora_target=q_proj"}, "actor_train.model_args.lora_target"},
+        BadCase{"group_n_zero", {"num_return_sequences_in_group=0"}, "num_return_sequences_in_group"},
+        BadCase{"lr_scheduler", {"actor_train.training_args.lr_scheduler_type=polynomial"}, "lr_scheduler_type"},
+        BadCase{"seq_not_above_prompt", {"response_length=null", "sequence_length=32"}, "sequence_length"},
+        BadCase{"query_filter", {"rewards.math_rule.query_filter_config.type=magic"}, "query_filter_config.type"},
+        BadCase{"pg_variant", {"actor_train.pg_variant=ppo3"}, "actor_train.pg_variant"},
+        BadCase{"pg_worker_needs_variant", {"actor_train.worker_cls=roll.pipeline.rlvr.actor_pg_worker.ActorPGWorker"},
+                "actor_train.pg_variant"},
+        BadCase{"tag_two_domains", {"+rewards.code_sandbox.tag_included=[math]"}, "tag_included"},
+        BadCase{"opd", {"is_pure_opd=true"}, "is_pure_opd"},
+        BadCase{"transfer_backend", {"transfer_backend={backend_name: x}"}, "transfer_backend"},
+        BadCase{"profilers", {"profiler_timeline=true", "profiler_memory=true"}, "profiler_memory"},
+        BadCase{"gae_needs_critic_devices", {"adv_estimator=gae", "reward_pretrain=/m"}, "critic.device_mapping"},
+        BadCase{"missing_interpolation", {"exp_name=${nope}"}, "exp_name"},
+        BadCase{"world_size_negative", {"rewards.math_rule.world_size=-2"}, "rewards.math_rule.world_size"},
+        BadCase{"npu_colocated", {"actor_infer.device_mapping=list(range(0,2))"}, "actor_infer.device_mapping", false,
+                Platform::npu},
+        BadCase{"npu_megatron", {"actor_train.strategy_args.strategy_name=megatron_train"},
+                "actor_train.strategy_args.strategy_name", false, Platform::npu},
+        BadCase{"npu_flash_attn", {"actor_train.model_args.attn_implementation=flash_attention_2"},
+                "actor_train.model_args.attn_implementation", false, Platform::npu},
+        BadCase{"ag_partition_sum", {"train_env_manager.num_groups_partition=[3]"},
+                "train_env_manager.num_groups_partition", true},
+        BadCase{"ag_partition_len", {"val_env_manager.num_groups_partition=[8]"},
+                "val_env_manager.num_groups_partition", true},
+        BadCase{"ag_unknown_tag", {"train_env_manager.tags=[Chess]"}, "train_env_manager.tags", true},
+        BadCase{"ag_unsupported_env", {"train_env_manager.tags=[WebShop]"}, "custom_envs.WebShop.env_type", true},
+        BadCase{"ag_val_batch", {"val_batch_size=6"}, "val_batch_size", true},
+        BadCase{"ag_rollout_batch", {"rollout_batch_size=18"}, "rollout_batch_size", true},
+        BadCase{"ag_max_traj", {"train_env_manager.max_traj_per_env=1", "rollout_batch_size=32"},
+                "train_env_manager.max_traj_per_env", true},
+        BadCase{"ag_partial_gpu", {"actor_infer.device_mapping=list(range(0,4))"}, "partial_gpu_mode", true},
+        BadCase{"ag_batch_adjust", {"batch_adjust_mode=shrink"}, "batch_adjust_mode", true},
+        BadCase{"ag_reward_norm", {"reward_normalization={grouping: tags, method: zscore}"},
+                "reward_normalization.method", true},
+        BadCase{"ag_npu_colocated", {"actor_infer.device_mapping=list(range(0,2))", "partial_gpu_mode=false"},
+                "actor_infer.device_mapping", true, Platform::npu}),
+    [](const ::testing::TestParamInfo<BadCase>& info) { return std::string(info.param.name); });
+
+TEST(ConfigDerive, ErrorsFromTheFileNameFileAndLine) {
+  Fixture f;
+  f.dir.write("exp/bad.yaml", std::string(kRlvr) + "loss_agg_mode: mean\nppo_epochs: two\n");
+  const int base_lines = static_cast<int>(std::count(kRlvr, kRlvr + std::strlen(kRlvr), '\n'));
+  const std::string loss_line = "bad.yaml:" + std::to_string(base_lines + 1);
+  const std::string epochs_line = "bad.yaml:" + std::to_string(base_lines + 2);
+  try {
+    load_in(f.dir, "exp", "bad");
+    FAIL() << "expected errors";
+  } catch (const ConfigErrors& e) {
+    // Type errors are reported together, each with file and line.
+    ASSERT_GE(e.errors().size(), 1u);
+    std::string all = e.what();
+    EXPECT_NE(all.find(epochs_line), std::string::npos) << all;
+    EXPECT_NE(all.find("ppo_epochs"), std::string::npos) << all;
+  }
+  try {
+    load_in(f.dir, "exp", "bad", {"ppo_epochs=1"});
+    FAIL() << "expected errors";
+  } catch (const ConfigErrors& e) {
+    std::string all = e.what();
+    EXPECT_NE(all.find(loss_line), std::string::npos) << all;
+    EXPECT_NE(all.find("loss_agg_mode"), std::string::npos) << all;
+  }
+}
+
+TEST(ConfigDerive, SeveralErrorsAreListedTogether) {
+  Fixture f;
+  try {
+    f.rlvr({"adv_estimator=x", "loss_agg_mode=y", "kl_penalty=z"});
+    FAIL();
+  } catch (const ConfigErrors& e) {
+    EXPECT_EQ(e.errors().size(), 3u) << e.what();
+  }
+}
+
+TEST(ConfigDerive, UnsupportedPipelinesAreNamed) {
+  TempConfigDir d;
+  d.write("e/dpo.yaml", "chosen_key: chosen\nrejected_key: rejected\n");
+  d.write("e/distill.yaml", "student: {}\nteacher: {}\ndistill_loss_weight: 0.5\n");
+  EXPECT_NE(error_of([&] { load_in(d, "e", "dpo"); }).find("DPO"), std::string::npos);
+  EXPECT_NE(error_of([&] { load_in(d, "e", "distill"); }).find("distillation"), std::string::npos);
+}
+
+TEST(ConfigDerive, MaxModelLenBelowSequenceLengthWarns) {
+  Fixture f;
+  auto l = f.rlvr({"actor_infer.strategy_args.strategy_config.max_model_len=100"});
+  EXPECT_TRUE(has_warning(l, "max_model_len (100)"));
+  EXPECT_TRUE(has_warning(l, "sequence_length (128)"));
+}
+
+TEST(ConfigDerive, NetworkTrackersWarn) {
+  Fixture f;
+  EXPECT_TRUE(has_warning(f.rlvr({"track_with=wandb"}), "network"));
+}
