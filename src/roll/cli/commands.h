@@ -8,6 +8,7 @@ class App;
 namespace roll::cli {
 
 void register_validate(CLI::App& app);
+void register_defaults(CLI::App& app);
 
 void set_exit_code(int code);
 int exit_code();

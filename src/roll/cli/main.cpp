@@ -11,6 +11,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", "rollcpp 0.1.0");
   roll::cli::register_validate(app);
+  roll::cli::register_defaults(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

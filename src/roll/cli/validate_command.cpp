@@ -89,6 +89,15 @@ void run(const ValidateOptions& o) {
 void set_exit_code(int code) { g_exit_code = code; }
 int exit_code() { return g_exit_code; }
 
+void register_defaults(CLI::App& app) {
+  auto* cmd = app.add_subcommand("defaults", "Print every config key rollcpp reads, with ROLL's default values");
+  cmd->callback([] {
+    std::cout << "# Every key of a ROLL pipeline config with its default (rollcpp " << "0.1.0" << ")\n";
+    std::cout << config::to_yaml(config::write_pipeline_config(config::PipelineConfig{})) << "\n";
+    set_exit_code(0);
+  });
+}
+
 void register_validate(CLI::App& app) {
   auto opts = std::make_shared<ValidateOptions>();
   auto* cmd = app.add_subcommand("validate", "Check a ROLL config and print the resolved config and placement plan");
