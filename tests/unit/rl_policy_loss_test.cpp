@@ -199,6 +199,17 @@ TEST(RlPolicyLossVariants, VanillaTisAndTheirKnobs) {
   EXPECT_DOUBLE_EQ(policy_loss(in, p).metrics.last("actor/tis_upper_bound"), 1.5);
 }
 
+TEST(RlPolicyLossVariants, RatioTypeAppliesToEveryVariant) {
+  PolicyLossInputs in = with_ratios({{2.0f, 0.5f}}, {{0, 1}});
+  PolicyLossParams p;
+  p.pg_variant = PgVariant::tis;
+  p.loss_agg_mode = LossAggMode::seq_mean_token_sum;
+  double l = std::log(2.0);
+  EXPECT_NEAR(policy_loss(in, p).pg_loss.item<double>(), 0.5 * l, 1e-6);  // token ratio 0.5 at token 1
+  p.ratio_type = RatioType::segment;  // one turn: mean log-ratio 0, ratio 1
+  EXPECT_NEAR(policy_loss(in, p).pg_loss.item<double>(), l, 1e-6);
+}
+
 TEST(RlPolicyLossVariants, ToprSplitsBySign) {
   PolicyLossInputs in = with_ratios({{2.0f}, {2.0f}}, {{1}, {-1}});
   in.scores = vec({1, 0});

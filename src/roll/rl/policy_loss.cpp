@@ -122,8 +122,9 @@ PolicyLossResult policy_loss(const PolicyLossInputs& in, const PolicyLossParams&
 
   const double eps_lo = p.use_pg_clip_range ? p.pg_clip_low : p.pg_clip;
   const double eps_hi = p.use_pg_clip_range ? p.pg_clip_high : p.pg_clip;
-  at::Tensor token_ratio = (lp - old).exp();
-  at::Tensor ratio = p.pg_variant == PgVariant::ppo ? policy_ratio(lp, old, fm, p.ratio_type) : token_ratio;
+  // Every variant uses the configured ratio: ROLL's agentic worker forms the segment ratio before the
+  // variant dispatch.
+  at::Tensor ratio = policy_ratio(lp, old, fm, p.ratio_type);
 
   at::Tensor loss;
   switch (p.pg_variant) {
@@ -145,9 +146,9 @@ PolicyLossResult policy_loss(const PolicyLossInputs& in, const PolicyLossParams&
       loss = -lp * A;
       break;
     case PgVariant::tis: {
-      at::Tensor clipped_ratio = at::clamp(token_ratio, p.tis_lower_bound, p.tis_upper_bound).detach();
+      at::Tensor clipped_ratio = at::clamp(ratio, p.tis_lower_bound, p.tis_upper_bound).detach();
       loss = -clipped_ratio * A * lp;
-      at::Tensor r = token_ratio.detach();
+      at::Tensor r = ratio.detach();
       at::Tensor lo = (r < p.tis_lower_bound).to(lp.scalar_type());
       at::Tensor hi = (r > p.tis_upper_bound).to(lp.scalar_type());
       mt.add("actor/tis_lower_clipfrac@sum", token_mean(lo, m, in.norm_response.num_tokens));
@@ -163,11 +164,11 @@ PolicyLossResult policy_loss(const PolicyLossInputs& in, const PolicyLossParams&
       detail::check_dims(in.scores, "scores", {B});
       at::Tensor pos = (in.scores > 0).to(lp.scalar_type()).unsqueeze(-1);
       at::Tensor neg = 1.0 - pos;
-      at::Tensor clipped_ratio = at::clamp(token_ratio, 0.0, 1.0).detach();
+      at::Tensor clipped_ratio = at::clamp(ratio, 0.0, 1.0).detach();
       at::Tensor pos_loss = -A * lp * pos;  // positive samples: plain (SFT-like) update
       at::Tensor neg_loss = -clipped_ratio * A * lp * neg;  // negative samples: truncated IS
       loss = p.topr_positive_weight * pos_loss + p.topr_negative_weight * neg_loss;
-      at::Tensor r = token_ratio.detach();
+      at::Tensor r = ratio.detach();
       at::Tensor neg_b = neg.expand_as(r) > 0;
       at::Tensor nlo = at::logical_and(r < 0.0, neg_b).to(at::kFloat);
       at::Tensor nhi = at::logical_and(r > 1.0, neg_b).to(at::kFloat);
@@ -189,9 +190,9 @@ PolicyLossResult policy_loss(const PolicyLossInputs& in, const PolicyLossParams&
     }
     case PgVariant::cispo: {
       const double lower = 1.0 - p.cispo_epsilon_low, upper = 1.0 + p.cispo_epsilon_high;
-      at::Tensor clipped_ratio = at::clamp(token_ratio, lower, upper).detach();
+      at::Tensor clipped_ratio = at::clamp(ratio, lower, upper).detach();
       loss = -clipped_ratio * A * lp;
-      at::Tensor r = token_ratio.detach();
+      at::Tensor r = ratio.detach();
       at::Tensor lo = (r < lower).to(at::kFloat), hi = (r > upper).to(at::kFloat);
       if (p.cispo_use_unified_mask) {
         // Paper eq. 7: drop tokens the PPO clip would stop (A > 0 above, A < 0 below the range).
@@ -216,7 +217,7 @@ PolicyLossResult policy_loss(const PolicyLossInputs& in, const PolicyLossParams&
     }
     case PgVariant::kimi15: {
       loss = -A * lp + p.kimi15_tau * 0.5 * (lp - old).pow(2);
-      at::Tensor log_ratio = at::log(token_ratio.detach() + 1e-8);
+      at::Tensor log_ratio = at::log(ratio.detach() + 1e-8);
       double pg_mag = item((A * log_ratio).abs().mean());
       double reg_mag = item((p.kimi15_tau * log_ratio.pow(2) * 0.5).mean());
       mt.add("actor/kimi15_tau", p.kimi15_tau);

@@ -25,7 +25,7 @@ std::string_view to_string(RatioType r);
 
 struct PolicyLossParams {
   PgVariant pg_variant = PgVariant::ppo;
-  RatioType ratio_type = RatioType::token;  // used by ppo; the other variants use token ratios (as ROLL)
+  RatioType ratio_type = RatioType::token;  // applies to every pg_variant
   double pg_clip = 0.2;
   bool use_pg_clip_range = false;
   double pg_clip_low = 0.2;
