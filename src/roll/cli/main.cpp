@@ -12,6 +12,7 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", "rollcpp 0.1.0");
   roll::cli::register_validate(app);
   roll::cli::register_defaults(app);
+  roll::cli::register_model(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,0 +1,154 @@
+#include "roll/model/autograd_ops.h"
+
+#include <ATen/ATen.h>
+#include <torch/csrc/autograd/autograd.h>
+#include <torch/csrc/autograd/custom_function.h>
+
+namespace roll::model {
+namespace {
+
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+struct FnHolder : torch::CustomClassHolder {
+  explicit FnHolder(std::shared_ptr<std::function<at::Tensor(const at::Tensor&)>> f) : fn(std::move(f)) {}
+  std::shared_ptr<std::function<at::Tensor(const at::Tensor&)>> fn;
+};
+
+struct CheckpointFn : public torch::autograd::Function<CheckpointFn> {
+  static at::Tensor forward(AutogradContext* ctx, std::shared_ptr<std::function<at::Tensor(const at::Tensor&)>> fn,
+                            at::Tensor x, at::TensorList params) {
+    // The callable travels in a capsule: saved_data only holds IValues.
+    ctx->saved_data["fn"] = c10::IValue::make_capsule(c10::make_intrusive<FnHolder>(fn));
+    std::vector<at::Tensor> to_save{x};
+    to_save.insert(to_save.end(), params.begin(), params.end());
+    ctx->save_for_backward(to_save);
+    at::NoGradGuard no_grad;
+    return (*fn)(x);
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grad_out) {
+    auto saved = ctx->get_saved_variables();
+    auto holder = ctx->saved_data["fn"].toCapsule();
+    auto fn = static_cast<FnHolder*>(holder.get())->fn;
+    at::Tensor x = saved[0].detach().requires_grad_(saved[0].requires_grad());
+    variable_list inputs{x};
+    for (size_t i = 1; i < saved.size(); ++i) inputs.push_back(saved[i]);
+    at::Tensor y;
+    {
+      at::AutoGradMode grad_mode(true);
+      y = (*fn)(x);
+    }
+    // Gradients for the input and every parameter that wants one.
+    variable_list wanted;
+    std::vector<size_t> where;
+    for (size_t i = 0; i < inputs.size(); ++i)
+      if (inputs[i].requires_grad()) {
+        wanted.push_back(inputs[i]);
+        where.push_back(i);
+      }
+    variable_list grads = wanted.empty() ? variable_list{}
+                                         : torch::autograd::grad({y}, wanted, {grad_out[0]}, /*retain_graph=*/false,
+                                                                 /*create_graph=*/false, /*allow_unused=*/true);
+    variable_list out(1 + inputs.size());  // slot 0: the fn argument (not a tensor)
+    for (size_t k = 0; k < where.size(); ++k) out[1 + where[k]] = grads[k];
+    return out;
+  }
+};
+
+// Forward of the chunked log-prob, shared by the autograd and the no-grad paths.
+void chunked_forward(const at::Tensor& hidden, const at::Tensor& weight, const at::Tensor& targets,
+                     bool with_entropy, int64_t chunk, at::Tensor& logp, at::Tensor& entropy) {
+  const int64_t m = hidden.size(0);
+  logp = at::empty({m}, hidden.options().dtype(at::kFloat));
+  if (with_entropy) entropy = at::empty({m}, hidden.options().dtype(at::kFloat));
+  for (int64_t s = 0; s < m; s += chunk) {
+    const int64_t e = std::min(m, s + chunk);
+    at::Tensor logits = at::matmul(hidden.slice(0, s, e), weight.t()).to(at::kFloat);
+    at::Tensor lse = at::logsumexp(logits, -1);
+    at::Tensor tgt = logits.gather(1, targets.slice(0, s, e).unsqueeze(1)).squeeze(1);
+    logp.slice(0, s, e).copy_(tgt - lse);
+    if (with_entropy) {
+      at::Tensor p = at::softmax(logits, -1);
+      entropy.slice(0, s, e).copy_(lse - (p * logits).sum(-1));
+    }
+  }
+}
+
+struct ChunkedLogProbFn : public torch::autograd::Function<ChunkedLogProbFn> {
+  static variable_list forward(AutogradContext* ctx, at::Tensor hidden, at::Tensor weight, at::Tensor targets,
+                               bool with_entropy, int64_t chunk) {
+    at::Tensor logp, entropy;
+    {
+      at::NoGradGuard no_grad;
+      chunked_forward(hidden, weight, targets, with_entropy, chunk, logp, entropy);
+    }
+    ctx->saved_data["chunk"] = chunk;
+    ctx->saved_data["with_entropy"] = with_entropy;
+    if (!with_entropy) entropy = at::zeros_like(logp);
+    ctx->save_for_backward({hidden, weight, targets, entropy});
+    return {logp, entropy};
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    auto saved = ctx->get_saved_variables();
+    const at::Tensor& hidden = saved[0];
+    const at::Tensor& weight = saved[1];
+    const at::Tensor& targets = saved[2];
+    const at::Tensor& entropy = saved[3];
+    const int64_t chunk = ctx->saved_data["chunk"].toInt();
+    const bool with_entropy = ctx->saved_data["with_entropy"].toBool();
+    at::Tensor g_logp = grads[0].defined() ? grads[0].to(at::kFloat) : at::Tensor();
+    at::Tensor g_ent = with_entropy && grads[1].defined() ? grads[1].to(at::kFloat) : at::Tensor();
+    const int64_t m = hidden.size(0);
+    at::Tensor g_hidden = at::zeros_like(hidden);
+    at::Tensor g_weight = at::zeros(weight.sizes(), weight.options().dtype(at::kFloat));
+    at::NoGradGuard no_grad;
+    for (int64_t s = 0; s < m; s += chunk) {
+      const int64_t e = std::min(m, s + chunk);
+      at::Tensor h = hidden.slice(0, s, e);
+      at::Tensor logits = at::matmul(h, weight.t()).to(at::kFloat);
+      at::Tensor logp_all = at::log_softmax(logits, -1);
+      at::Tensor p = logp_all.exp();
+      at::Tensor g = at::zeros_like(logits);
+      if (g_logp.defined()) {
+        // d logp_target / d z = onehot(target) - p
+        at::Tensor gl = g_logp.slice(0, s, e).unsqueeze(1);
+        g -= p * gl;
+        g.scatter_add_(1, targets.slice(0, s, e).unsqueeze(1), gl);
+      }
+      if (g_ent.defined()) {
+        // d H / d z_j = -p_j (log p_j + H)
+        at::Tensor ge = g_ent.slice(0, s, e).unsqueeze(1);
+        g -= ge * p * (logp_all + entropy.slice(0, s, e).unsqueeze(1));
+      }
+      at::Tensor gd = g.to(hidden.scalar_type());
+      g_hidden.slice(0, s, e).copy_(at::matmul(gd, weight));
+      g_weight.add_(at::matmul(g.t(), h.to(at::kFloat)));
+    }
+    return {g_hidden, g_weight.to(weight.scalar_type()), at::Tensor(), at::Tensor(), at::Tensor()};
+  }
+};
+
+}  // namespace
+
+at::Tensor checkpoint(const std::function<at::Tensor(const at::Tensor&)>& fn, const at::Tensor& x,
+                      at::TensorList params) {
+  if (!at::GradMode::is_enabled()) return fn(x);
+  return CheckpointFn::apply(std::make_shared<std::function<at::Tensor(const at::Tensor&)>>(fn), x, params);
+}
+
+std::pair<at::Tensor, at::Tensor> chunked_token_log_probs(const at::Tensor& hidden, const at::Tensor& weight,
+                                                          const at::Tensor& targets, bool with_entropy,
+                                                          int64_t chunk) {
+  chunk = std::max<int64_t>(1, chunk);
+  if (!at::GradMode::is_enabled() || (!hidden.requires_grad() && !weight.requires_grad())) {
+    at::Tensor logp, entropy;
+    chunked_forward(hidden, weight, targets, with_entropy, chunk, logp, entropy);
+    return {logp, entropy};
+  }
+  auto out = ChunkedLogProbFn::apply(hidden, weight, targets, with_entropy, chunk);
+  return {out[0], with_entropy ? out[1] : at::Tensor()};
+}
+
+}  // namespace roll::model

@@ -1,0 +1,23 @@
+#pragma once
+// Custom autograd functions that trade compute for memory in training:
+// per-layer activation checkpointing and the chunked LM-head log-prob.
+#include <ATen/core/Tensor.h>
+
+#include <functional>
+#include <utility>
+
+namespace roll::model {
+
+// Runs `fn(x)` without keeping its activations; backward recomputes it. `params` are the
+// tensors `fn` reads that need gradients (the layer's weights).
+at::Tensor checkpoint(const std::function<at::Tensor(const at::Tensor&)>& fn, const at::Tensor& x,
+                      at::TensorList params);
+
+// Log-prob [M] (and entropy [M], or an undefined tensor) of `targets` [M] under
+// softmax(hidden [M, H] @ weight [V, H]^T), in fp32, `chunk` rows at a time. The [M, V] logits are
+// never held whole, in forward or backward (backward recomputes each chunk's logits).
+std::pair<at::Tensor, at::Tensor> chunked_token_log_probs(const at::Tensor& hidden, const at::Tensor& weight,
+                                                          const at::Tensor& targets, bool with_entropy,
+                                                          int64_t chunk);
+
+}  // namespace roll::model

@@ -1,0 +1,343 @@
+#include "roll/model/transformer.h"
+
+#include <ATen/ATen.h>
+#include <fmt/format.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+
+#include "roll/core/error.h"
+#include "roll/model/autograd_ops.h"
+
+namespace roll::model {
+
+struct Transformer::Layer {
+  at::Tensor q_w, q_b, k_w, k_b, v_w, v_b, o_w, q_norm, k_norm, in_norm, post_norm, gate_w, up_w, down_w;
+  std::vector<at::Tensor> all() const {
+    std::vector<at::Tensor> out;
+    for (const auto* t : {&q_w, &q_b, &k_w, &k_b, &v_w, &v_b, &o_w, &q_norm, &k_norm, &in_norm, &post_norm, &gate_w,
+                          &up_w, &down_w})
+      if (t->defined()) out.push_back(*t);
+    return out;
+  }
+};
+
+namespace {
+
+// HF's RMSNorm: normalise in fp32, scale in the input dtype.
+at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& w, double eps) {
+  at::Tensor xf = x.to(at::kFloat);
+  at::Tensor var = xf.pow(2).mean(-1, /*keepdim=*/true);
+  return w * (xf * at::rsqrt(var + eps)).to(x.scalar_type());
+}
+
+// cos/sin of HF's rotate-half RoPE for `positions` (any shape) -> [..., head_dim].
+std::pair<at::Tensor, at::Tensor> rope_tables(const at::Tensor& positions, int64_t head_dim, double theta,
+                                              at::ScalarType dtype) {
+  at::Tensor inv_freq =
+      1.0 / at::pow(theta, at::arange(0, head_dim, 2, at::TensorOptions().dtype(at::kLong)).to(at::kFloat) /
+                               static_cast<double>(head_dim));
+  at::Tensor freqs = positions.to(at::kFloat).unsqueeze(-1) * inv_freq;
+  at::Tensor emb = at::cat({freqs, freqs}, -1);
+  return {emb.cos().to(dtype), emb.sin().to(dtype)};
+}
+
+at::Tensor rotate_half(const at::Tensor& x) {
+  const int64_t h = x.size(-1) / 2;
+  return at::cat({-x.slice(-1, h), x.slice(-1, 0, h)}, -1);
+}
+
+at::Tensor apply_rope(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) {
+  return x * cos + rotate_half(x) * sin;
+}
+
+at::Tensor linear(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b) {
+  return b.defined() ? at::linear(x, w, b) : at::linear(x, w);
+}
+
+// q, k, v of a layer for x [..., hidden] -> [..., H, D] each, q/k normed (qwen3) and rotated.
+std::tuple<at::Tensor, at::Tensor, at::Tensor> qkv(const Transformer::Layer& L, const ModelConfig& c,
+                                                    const at::Tensor& h, const at::Tensor& cos, const at::Tensor& sin) {
+  auto shape = h.sizes().vec();
+  shape.pop_back();
+  auto heads = [&](at::Tensor t, int64_t n) {
+    auto s = shape;
+    s.push_back(n);
+    s.push_back(c.head_dim);
+    return t.view(s);
+  };
+  at::Tensor q = heads(linear(h, L.q_w, L.q_b), c.num_attention_heads);
+  at::Tensor k = heads(linear(h, L.k_w, L.k_b), c.num_key_value_heads);
+  at::Tensor v = heads(linear(h, L.v_w, L.v_b), c.num_key_value_heads);
+  if (c.qk_norm) {
+    q = rms_norm(q, L.q_norm, c.rms_norm_eps);
+    k = rms_norm(k, L.k_norm, c.rms_norm_eps);
+  }
+  // cos/sin [..., D] broadcast over the head axis.
+  q = apply_rope(q, cos.unsqueeze(-2), sin.unsqueeze(-2));
+  k = apply_rope(k, cos.unsqueeze(-2), sin.unsqueeze(-2));
+  return {q, k, v};
+}
+
+at::Tensor mlp(const Transformer::Layer& L, const at::Tensor& h) {
+  return at::linear(at::silu(at::linear(h, L.gate_w)) * at::linear(h, L.up_w), L.down_w);
+}
+
+// One decoder layer over a padded batch: x [B, T, hidden], mask [B, 1, T, T] additive.
+at::Tensor layer_forward(const Transformer::Layer& L, const ModelConfig& c, const at::Tensor& x,
+                         const at::Tensor& mask, const at::Tensor& cos, const at::Tensor& sin) {
+  const int64_t B = x.size(0), T = x.size(1);
+  at::Tensor h = rms_norm(x, L.in_norm, c.rms_norm_eps);
+  auto [q, k, v] = qkv(L, c, h, cos, sin);
+  q = q.transpose(1, 2);  // [B, Hq, T, D]
+  k = k.transpose(1, 2);  // [B, Hkv, T, D]
+  v = v.transpose(1, 2);
+  const int64_t groups = c.num_attention_heads / c.num_key_value_heads;
+  if (groups > 1) {
+    k = k.unsqueeze(2).expand({B, c.num_key_value_heads, groups, T, c.head_dim}).reshape({B, -1, T, c.head_dim});
+    v = v.unsqueeze(2).expand({B, c.num_key_value_heads, groups, T, c.head_dim}).reshape({B, -1, T, c.head_dim});
+  }
+  // HF eager attention: scores in the model dtype, softmax in fp32.
+  at::Tensor scores = at::matmul(q, k.transpose(-1, -2)) * (1.0 / std::sqrt(static_cast<double>(c.head_dim)));
+  at::Tensor probs = at::softmax(scores.to(at::kFloat) + mask, -1).to(x.scalar_type());
+  at::Tensor attn = at::matmul(probs, v).transpose(1, 2).reshape({B, T, -1});
+  at::Tensor y = x + at::linear(attn, L.o_w);
+  return y + mlp(L, rms_norm(y, L.post_norm, c.rms_norm_eps));
+}
+
+// Additive fp32 mask [B, 1, T, T]: causal and key padding. Masked entries get the most negative
+// finite float (as HF does), so fully masked rows (left-padding queries) stay finite.
+at::Tensor attention_mask_4d(const at::Tensor& attention_mask) {
+  const int64_t T = attention_mask.size(1);
+  at::Tensor causal = at::ones({T, T}, attention_mask.options().dtype(at::kBool)).tril();
+  at::Tensor keys = attention_mask.to(at::kBool).unsqueeze(1).unsqueeze(2);  // [B,1,1,T]
+  at::Tensor allowed = causal.unsqueeze(0).unsqueeze(0) & keys;
+  at::Tensor mask = at::zeros(allowed.sizes(), attention_mask.options().dtype(at::kFloat));
+  return mask.masked_fill(allowed.logical_not(), std::numeric_limits<float>::lowest());
+}
+
+void check_batch(const at::Tensor& ids, const at::Tensor& mask, const at::Tensor& pos) {
+  if (ids.dim() != 2) throw Error(fmt::format("input_ids must be [B, T], got {} dims", ids.dim()));
+  if (!mask.sizes().equals(ids.sizes()))
+    throw Error(fmt::format("attention_mask shape {} differs from input_ids {}", c10::str(mask.sizes()),
+                            c10::str(ids.sizes())));
+  if (!pos.sizes().equals(ids.sizes()))
+    throw Error(fmt::format("position_ids shape {} differs from input_ids {}", c10::str(pos.sizes()),
+                            c10::str(ids.sizes())));
+}
+
+}  // namespace
+
+std::shared_ptr<Transformer> Transformer::random(const ModelConfig& c, at::ScalarType dtype, uint64_t seed,
+                                                 double init_std, bool value_head) {
+  std::shared_ptr<Transformer> m(new Transformer());
+  m->config_ = c;
+  m->dtype_ = dtype;
+  m->value_head_ = value_head;
+  at::Generator gen = at::detail::createCPUGenerator(seed);
+  auto normal = [&](std::vector<int64_t> shape) {
+    return at::normal(0.0, init_std, shape, gen, at::TensorOptions().dtype(at::kFloat)).to(dtype);
+  };
+  auto ones = [&](int64_t n) { return at::ones({n}, at::TensorOptions().dtype(dtype)); };
+  auto zeros = [&](int64_t n) { return at::zeros({n}, at::TensorOptions().dtype(dtype)); };
+  const int64_t H = c.hidden_size, D = c.head_dim, q_out = c.num_attention_heads * D,
+                kv_out = c.num_key_value_heads * D;
+  auto& p = m->params_;
+  p.emplace_back("model.embed_tokens.weight", normal({c.vocab_size, H}));
+  for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
+    const std::string pre = fmt::format("model.layers.{}.", i);
+    p.emplace_back(pre + "self_attn.q_proj.weight", normal({q_out, H}));
+    if (c.attention_bias) p.emplace_back(pre + "self_attn.q_proj.bias", zeros(q_out));
+    p.emplace_back(pre + "self_attn.k_proj.weight", normal({kv_out, H}));
+    if (c.attention_bias) p.emplace_back(pre + "self_attn.k_proj.bias", zeros(kv_out));
+    p.emplace_back(pre + "self_attn.v_proj.weight", normal({kv_out, H}));
+    if (c.attention_bias) p.emplace_back(pre + "self_attn.v_proj.bias", zeros(kv_out));
+    p.emplace_back(pre + "self_attn.o_proj.weight", normal({H, q_out}));
+    if (c.qk_norm) {
+      p.emplace_back(pre + "self_attn.q_norm.weight", ones(D));
+      p.emplace_back(pre + "self_attn.k_norm.weight", ones(D));
+    }
+    p.emplace_back(pre + "mlp.gate_proj.weight", normal({c.intermediate_size, H}));
+    p.emplace_back(pre + "mlp.up_proj.weight", normal({c.intermediate_size, H}));
+    p.emplace_back(pre + "mlp.down_proj.weight", normal({H, c.intermediate_size}));
+    p.emplace_back(pre + "input_layernorm.weight", ones(H));
+    p.emplace_back(pre + "post_attention_layernorm.weight", ones(H));
+  }
+  p.emplace_back("model.norm.weight", ones(H));
+  if (value_head) {
+    p.emplace_back("score.weight", normal({c.num_labels, H}));
+    p.emplace_back("score.bias", zeros(c.num_labels));
+  } else if (!c.tie_word_embeddings) {
+    p.emplace_back("lm_head.weight", normal({c.vocab_size, H}));
+  }
+  m->bind_layers();
+  return m;
+}
+
+std::shared_ptr<Transformer> Transformer::load(const std::string& dir, at::ScalarType dtype, bool value_head,
+                                               uint64_t seed) {
+  const std::string cfg_path = (std::filesystem::path(dir) / "config.json").string();
+  ModelConfig c = ModelConfig::load(cfg_path);
+  // Build the parameter list (names, shapes) from a random model, then fill from the files.
+  auto m = random(c, dtype, seed, 0.02, value_head);
+  auto files = SafetensorsDir::open(dir);
+  for (auto& [name, t] : m->params_) {
+    if (!files.has(name)) {
+      if (value_head && name.rfind("score.", 0) == 0) continue;  // critic from a policy checkpoint
+      throw Error(fmt::format("model directory {}: tensor '{}' is missing (config.json says {} with {} layers)", dir,
+                              name, c.model_type, c.num_hidden_layers));
+    }
+    at::Tensor src = files.get(name);
+    if (!src.sizes().equals(t.sizes()))
+      throw Error(fmt::format("model directory {}: tensor '{}' has shape {}, config.json implies {}", dir, name,
+                              c10::str(src.sizes()), c10::str(t.sizes())));
+    t = src.to(dtype).contiguous().clone();  // own the memory: weights are trained and updated in place
+  }
+  m->bind_layers();
+  return m;
+}
+
+void Transformer::bind_layers() {
+  auto find = [&](const std::string& n) -> at::Tensor {
+    for (const auto& [k, v] : params_)
+      if (k == n) return v;
+    return at::Tensor();
+  };
+  layers_ = std::make_shared<std::vector<Layer>>();
+  for (int64_t i = 0; i < config_.num_hidden_layers; ++i) {
+    const std::string pre = fmt::format("model.layers.{}.", i);
+    Layer L;
+    L.q_w = find(pre + "self_attn.q_proj.weight");
+    L.q_b = find(pre + "self_attn.q_proj.bias");
+    L.k_w = find(pre + "self_attn.k_proj.weight");
+    L.k_b = find(pre + "self_attn.k_proj.bias");
+    L.v_w = find(pre + "self_attn.v_proj.weight");
+    L.v_b = find(pre + "self_attn.v_proj.bias");
+    L.o_w = find(pre + "self_attn.o_proj.weight");
+    L.q_norm = find(pre + "self_attn.q_norm.weight");
+    L.k_norm = find(pre + "self_attn.k_norm.weight");
+    L.in_norm = find(pre + "input_layernorm.weight");
+    L.post_norm = find(pre + "post_attention_layernorm.weight");
+    L.gate_w = find(pre + "mlp.gate_proj.weight");
+    L.up_w = find(pre + "mlp.up_proj.weight");
+    L.down_w = find(pre + "mlp.down_proj.weight");
+    layers_->push_back(L);
+  }
+  embed_ = find("model.embed_tokens.weight");
+  norm_ = find("model.norm.weight");
+  head_ = config_.tie_word_embeddings ? embed_ : find("lm_head.weight");
+  score_w_ = find("score.weight");
+  score_b_ = find("score.bias");
+}
+
+at::Tensor Transformer::parameter(const std::string& name) const {
+  for (const auto& [k, v] : params_)
+    if (k == name) return v;
+  throw Error(fmt::format("model has no parameter '{}'", name));
+}
+
+void Transformer::set_requires_grad(bool requires_grad) {
+  for (auto& [k, v] : params_) v.requires_grad_(requires_grad);
+}
+
+void Transformer::load_weights(const NamedTensors& tensors) {
+  at::NoGradGuard no_grad;
+  for (const auto& [name, src] : tensors) {
+    at::Tensor dst = parameter(name);
+    if (!dst.sizes().equals(src.sizes()))
+      throw Error(fmt::format("weight '{}': shape {} does not match the model's {}", name, c10::str(src.sizes()),
+                              c10::str(dst.sizes())));
+    dst.copy_(src);
+  }
+}
+
+int64_t Transformer::num_parameters() const {
+  int64_t n = 0;
+  for (const auto& [k, v] : params_) n += v.numel();
+  return n;
+}
+
+at::Tensor Transformer::run_layers(at::Tensor x, const at::Tensor& mask, const at::Tensor& cos, const at::Tensor& sin,
+                                   bool gradient_checkpointing) const {
+  for (const auto& L : *layers_) {
+    if (gradient_checkpointing && at::GradMode::is_enabled()) {
+      const ModelConfig& c = config_;
+      auto params = L.all();
+      x = checkpoint([&L, &c, mask, cos, sin](const at::Tensor& in) { return layer_forward(L, c, in, mask, cos, sin); },
+                     x, params);
+    } else {
+      x = layer_forward(L, config_, x, mask, cos, sin);
+    }
+  }
+  return x;
+}
+
+at::Tensor Transformer::hidden_states(const at::Tensor& input_ids, const at::Tensor& attention_mask,
+                                      const at::Tensor& position_ids, bool gradient_checkpointing) const {
+  check_batch(input_ids, attention_mask, position_ids);
+  at::Tensor x = at::embedding(embed_, input_ids.to(at::kLong));
+  auto [cos, sin] = rope_tables(position_ids, config_.head_dim, config_.rope_theta, dtype_);
+  at::Tensor mask = attention_mask_4d(attention_mask);
+  x = run_layers(x, mask, cos, sin, gradient_checkpointing);
+  return rms_norm(x, norm_, config_.rms_norm_eps);
+}
+
+at::Tensor Transformer::lm_head(const at::Tensor& hidden) const {
+  if (!head_.defined()) throw Error("this model has a value head and no LM head");
+  return at::matmul(hidden, head_.t()).to(at::kFloat);
+}
+
+at::Tensor Transformer::logits(const at::Tensor& input_ids, const at::Tensor& attention_mask,
+                               const at::Tensor& position_ids) const {
+  return lm_head(hidden_states(input_ids, attention_mask, position_ids));
+}
+
+TokenLogProbs Transformer::token_log_probs(const at::Tensor& input_ids, const at::Tensor& attention_mask,
+                                           const at::Tensor& position_ids, bool with_entropy,
+                                           bool gradient_checkpointing, int64_t chunk_tokens) const {
+  if (!head_.defined()) throw Error("this model has a value head and no LM head");
+  at::Tensor h = hidden_states(input_ids, attention_mask, position_ids, gradient_checkpointing);
+  const int64_t B = h.size(0), T = h.size(1);
+  if (T < 2) throw Error("token_log_probs needs sequences of at least 2 tokens");
+  at::Tensor rows = h.slice(1, 0, T - 1).reshape({B * (T - 1), h.size(2)});
+  at::Tensor targets = input_ids.slice(1, 1, T).reshape({B * (T - 1)}).to(at::kLong);
+  auto [logp, ent] = chunked_token_log_probs(rows, head_, targets, with_entropy, chunk_tokens);
+  TokenLogProbs out;
+  out.log_probs = logp.view({B, T - 1});
+  if (with_entropy) out.entropy = ent.view({B, T - 1});
+  return out;
+}
+
+at::Tensor Transformer::values(const at::Tensor& input_ids, const at::Tensor& attention_mask,
+                               const at::Tensor& position_ids, bool gradient_checkpointing) const {
+  if (!score_w_.defined()) throw Error("this model has no value head (load it with value_head = true)");
+  at::Tensor h = hidden_states(input_ids, attention_mask, position_ids, gradient_checkpointing);
+  return at::linear(h, score_w_, score_b_).select(-1, 0).to(at::kFloat);
+}
+
+at::Tensor Transformer::forward_tokens(const at::Tensor& tokens, const at::Tensor& positions,
+                                       AttentionBackend& backend) const {
+  at::Tensor x = at::embedding(embed_, tokens.to(at::kLong));  // [N, H]
+  auto [cos, sin] = rope_tables(positions, config_.head_dim, config_.rope_theta, dtype_);
+  for (size_t i = 0; i < layers_->size(); ++i) {
+    const Layer& L = (*layers_)[i];
+    at::Tensor h = rms_norm(x, L.in_norm, config_.rms_norm_eps);
+    auto [q, k, v] = qkv(L, config_, h, cos, sin);
+    at::Tensor attn = backend.attend(static_cast<int64_t>(i), q, k, v);
+    at::Tensor y = x + at::linear(attn, L.o_w);
+    x = y + mlp(L, rms_norm(y, L.post_norm, config_.rms_norm_eps));
+  }
+  return rms_norm(x, norm_, config_.rms_norm_eps);
+}
+
+void Transformer::save(const std::string& dir, uint64_t max_shard_bytes) const {
+  std::filesystem::create_directories(dir);
+  ModelConfig c = config_;
+  c.torch_dtype = dtype_ == at::kBFloat16 ? "bfloat16" : dtype_ == at::kHalf ? "float16" : "float32";
+  std::ofstream(std::filesystem::path(dir) / "config.json") << c.to_json();
+  write_safetensors_dir(dir, params_, max_shard_bytes);
+}
+
+}  // namespace roll::model

@@ -1,0 +1,94 @@
+#pragma once
+// Decoder-only transformer (Qwen2/Qwen2.5, Qwen3, Llama) on ATen, with HF weight names.
+// One implementation serves training (autograd, optional per-layer gradient checkpointing),
+// forward-only log-probs (reference, old log-probs), the critic (value head) and the inference
+// engine (forward over externally managed K/V storage through AttentionBackend).
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "roll/model/hf_config.h"
+#include "roll/model/safetensors.h"
+
+namespace roll::model {
+
+// Attention over K/V kept outside the model (the engine's paged cache). Called once per layer
+// for the N tokens of a step: q [N, Hq, D], k and v [N, Hkv, D], RoPE already applied. Returns
+// the attention output [N, Hq * D] in the model dtype.
+class AttentionBackend {
+ public:
+  virtual ~AttentionBackend() = default;
+  virtual at::Tensor attend(int64_t layer, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) = 0;
+};
+
+struct TokenLogProbs {
+  at::Tensor log_probs;  // [B, T-1] fp32: log p(input_ids[:, t+1] | ...)
+  at::Tensor entropy;    // [B, T-1] fp32 (undefined unless requested)
+};
+
+class Transformer {
+ public:
+  // Loads `dir` (config.json + safetensors) in `dtype` (kFloat or kBFloat16). `value_head`: the
+  // critic layout (HF *ForTokenClassification: `score.weight`/`score.bias`, no lm_head needed);
+  // a missing score head is initialised from `seed` (ROLL's critic starts from a policy model).
+  static std::shared_ptr<Transformer> load(const std::string& dir, at::ScalarType dtype, bool value_head = false,
+                                           uint64_t seed = 0);
+  // Random weights (normal(0, init_std), norms at 1, biases at 0), deterministic in `seed`.
+  static std::shared_ptr<Transformer> random(const ModelConfig& config, at::ScalarType dtype, uint64_t seed,
+                                             double init_std = 0.02, bool value_head = false);
+
+  const ModelConfig& config() const { return config_; }
+  at::ScalarType dtype() const { return dtype_; }
+  bool has_value_head() const { return value_head_; }
+
+  // Parameters with HF names, in a fixed order (embeddings, layers, norm, head).
+  const NamedTensors& named_parameters() const { return params_; }
+  at::Tensor parameter(const std::string& name) const;
+  void set_requires_grad(bool requires_grad);
+  // Copies tensors into the parameters of the same names (shape checked; dtype converted).
+  void load_weights(const NamedTensors& tensors);
+  int64_t num_parameters() const;
+
+  // Hidden states after the final norm: [B, T, hidden]. attention_mask [B, T] (1 = token,
+  // 0 = padding, left or right), position_ids [B, T]. Padding positions produce finite garbage.
+  at::Tensor hidden_states(const at::Tensor& input_ids, const at::Tensor& attention_mask,
+                           const at::Tensor& position_ids, bool gradient_checkpointing = false) const;
+  // Full logits [B, T, vocab] in fp32 (tests and small batches; training uses token_log_probs).
+  at::Tensor logits(const at::Tensor& input_ids, const at::Tensor& attention_mask, const at::Tensor& position_ids) const;
+  // Log-prob (and entropy) of each next token, never materialising [B, T, vocab] whole: the LM
+  // head runs over chunks of `chunk_tokens` rows, in forward and again in backward.
+  TokenLogProbs token_log_probs(const at::Tensor& input_ids, const at::Tensor& attention_mask,
+                                const at::Tensor& position_ids, bool with_entropy = false,
+                                bool gradient_checkpointing = false, int64_t chunk_tokens = 1024) const;
+  // Critic values [B, T] (fp32) from the value head.
+  at::Tensor values(const at::Tensor& input_ids, const at::Tensor& attention_mask, const at::Tensor& position_ids,
+                    bool gradient_checkpointing = false) const;
+
+  // Engine path: N tokens of any sequences at `positions` [N]; attention through `backend`.
+  // Returns hidden states [N, hidden] after the final norm.
+  at::Tensor forward_tokens(const at::Tensor& tokens, const at::Tensor& positions, AttentionBackend& backend) const;
+  // LM head over hidden rows: [N, hidden] -> [N, vocab] fp32.
+  at::Tensor lm_head(const at::Tensor& hidden) const;
+
+  // Writes config.json and the weights (sharded above `max_shard_bytes`) into `dir`.
+  void save(const std::string& dir, uint64_t max_shard_bytes = 2ull << 30) const;
+
+  struct Layer;  // weights of one decoder layer (transformer.cpp)
+
+ private:
+  Transformer() = default;
+  void bind_layers();
+  at::Tensor run_layers(at::Tensor x, const at::Tensor& mask, const at::Tensor& cos, const at::Tensor& sin,
+                        bool gradient_checkpointing) const;
+
+  ModelConfig config_;
+  at::ScalarType dtype_;
+  bool value_head_ = false;
+  NamedTensors params_;
+  std::shared_ptr<std::vector<Layer>> layers_;
+  at::Tensor embed_, norm_, head_, score_w_, score_b_;
+};
+
+}  // namespace roll::model

@@ -1,0 +1,278 @@
+// Transformer numerics against an independent plain-PyTorch reference (tests/oracles/model_forward.py
+// run with Debian's /usr/bin/python3 and python3-torch), plus internal consistency checks.
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "config_test_util.h"
+#include "roll/model/model_init.h"
+#include "roll/model/transformer.h"
+
+using namespace roll;
+using namespace roll::model;
+using roll::testing::TempConfigDir;
+namespace fs = std::filesystem;
+
+namespace {
+
+ModelConfig small_config(Architecture arch, bool tied) {
+  ModelConfig c;
+  c.arch = arch;
+  c.model_type = arch == Architecture::qwen2 ? "qwen2" : arch == Architecture::qwen3 ? "qwen3" : "llama";
+  c.attention_bias = arch == Architecture::qwen2;
+  c.qk_norm = arch == Architecture::qwen3;
+  c.vocab_size = 300;
+  c.hidden_size = 48;
+  c.intermediate_size = 96;
+  c.num_hidden_layers = 2;
+  c.num_attention_heads = 6;
+  c.num_key_value_heads = 2;  // GQA
+  c.head_dim = 8;
+  c.rope_theta = 10000.0;
+  c.rms_norm_eps = 1e-6;
+  c.tie_word_embeddings = tied;
+  return c;
+}
+
+// A random model with non-trivial norm weights and biases, so every parameter matters.
+std::shared_ptr<Transformer> perturbed(const ModelConfig& c, uint64_t seed) {
+  auto m = Transformer::random(c, at::kFloat, seed, 0.1);
+  at::NoGradGuard g;
+  at::manual_seed(seed);
+  for (auto& [name, t] : const_cast<NamedTensors&>(m->named_parameters()))
+    if (name.find("norm") != std::string::npos || name.find("bias") != std::string::npos)
+      t.add_(at::randn(t.sizes()) * 0.1);
+  return m;
+}
+
+struct Inputs {
+  at::Tensor ids, mask, pos;
+};
+
+// Rows: full, left-padded, right-padded, left-padded short.
+Inputs mixed_padding(int64_t vocab) {
+  at::manual_seed(11);
+  const int64_t B = 4, T = 9;
+  Inputs in;
+  in.ids = at::randint(0, vocab, {B, T}, at::kLong);
+  in.mask = at::ones({B, T}, at::kLong);
+  in.mask[1].slice(0, 0, 3).zero_();  // left padding 3
+  in.mask[2].slice(0, 6, T).zero_();  // right padding 3
+  in.mask[3].slice(0, 0, 6).zero_();  // left padding 6
+  in.ids.masked_fill_(in.mask == 0, 0);
+  in.pos = (in.mask.cumsum(1) - 1).clamp_min(0);
+  return in;
+}
+
+at::Tensor oracle_logits(const std::string& model_dir, const Inputs& in, int64_t vocab) {
+  if (!fs::exists("/usr/bin/python3")) return at::Tensor();
+  TempConfigDir d;
+  nlohmann::json j;
+  auto to_vec = [](const at::Tensor& t) {
+    std::vector<std::vector<int64_t>> v;
+    for (int64_t b = 0; b < t.size(0); ++b) {
+      auto row = t[b].contiguous();
+      v.emplace_back(row.data_ptr<int64_t>(), row.data_ptr<int64_t>() + row.numel());
+    }
+    return v;
+  };
+  j["input_ids"] = to_vec(in.ids);
+  j["attention_mask"] = to_vec(in.mask);
+  j["position_ids"] = to_vec(in.pos);
+  const std::string inp = d.write("in.json", j.dump());
+  const std::string out = d.path() + "/out.bin";
+  const std::string cmd = "/usr/bin/python3 " + roll::testing::source_dir() + "/tests/oracles/model_forward.py " +
+                          model_dir + " " + inp + " " + out;
+  if (std::system(cmd.c_str()) != 0) {
+    ADD_FAILURE() << "oracle failed: " << cmd;
+    return at::Tensor();
+  }
+  std::ifstream f(out, std::ios::binary);
+  at::Tensor logits = at::empty({in.ids.size(0), in.ids.size(1), vocab}, at::kFloat);
+  f.read(static_cast<char*>(logits.data_ptr()), logits.numel() * 4);
+  EXPECT_TRUE(f.good()) << "short oracle output";
+  return logits;
+}
+
+void expect_matches_oracle(Architecture arch, bool tied) {
+  TempConfigDir d;
+  auto c = small_config(arch, tied);
+  auto m = perturbed(c, 5);
+  m->save(d.path() + "/m");
+  auto in = mixed_padding(c.vocab_size);
+  at::Tensor ref = oracle_logits(d.path() + "/m", in, c.vocab_size);
+  if (!ref.defined()) GTEST_SKIP() << "/usr/bin/python3 with python3-torch not available";
+  at::NoGradGuard g;
+  at::Tensor ours = m->logits(in.ids, in.mask, in.pos);
+  // Compare real tokens only: padding positions are finite but meaningless.
+  at::Tensor valid = in.mask.to(at::kBool).unsqueeze(-1).expand_as(ours);
+  at::Tensor diff = (ours - ref).abs().masked_select(valid);
+  EXPECT_LT(diff.max().item<float>(), 1e-4) << c.model_type << (tied ? " tied" : " untied");
+  EXPECT_TRUE(at::isfinite(ours).all().item<bool>());
+}
+
+}  // namespace
+
+TEST(ModelTransformer, Qwen2TiedMatchesReference) { expect_matches_oracle(Architecture::qwen2, true); }
+TEST(ModelTransformer, Qwen2UntiedMatchesReference) { expect_matches_oracle(Architecture::qwen2, false); }
+TEST(ModelTransformer, Qwen3MatchesReference) { expect_matches_oracle(Architecture::qwen3, false); }
+TEST(ModelTransformer, LlamaMatchesReference) { expect_matches_oracle(Architecture::llama, true); }
+
+TEST(ModelTransformer, TinyPresetWithFullVocabularyMatchesReference) {
+  TempConfigDir d;
+  ModelInitOptions o;
+  o.preset = "tiny";
+  o.out_dir = d.path() + "/tiny";
+  o.seed = 1;
+  if (!fs::exists(default_tokenizer_dir() + "/tokenizer.json")) GTEST_SKIP() << "run scripts/setup for the tokenizer";
+  init_model_dir(o);
+  auto m = Transformer::load(o.out_dir, at::kFloat);
+  EXPECT_EQ(m->config().vocab_size, 151936);
+  auto in = mixed_padding(151936);
+  at::Tensor ref = oracle_logits(o.out_dir, in, 151936);
+  if (!ref.defined()) GTEST_SKIP();
+  at::NoGradGuard g;
+  at::Tensor ours = m->logits(in.ids, in.mask, in.pos);
+  at::Tensor valid = in.mask.to(at::kBool).unsqueeze(-1).expand_as(ours);
+  EXPECT_LT((ours - ref).abs().masked_select(valid).max().item<float>(), 1e-4);
+  for (const char* f : {"tokenizer.json", "tokenizer_config.json", "generation_config.json", "config.json"})
+    EXPECT_TRUE(fs::exists(o.out_dir + "/" + f)) << f;
+}
+
+TEST(ModelTransformer, ChunkedLogProbsEqualFullLogits) {
+  auto c = small_config(Architecture::qwen2, false);
+  auto m = perturbed(c, 7);
+  auto in = mixed_padding(c.vocab_size);
+  at::NoGradGuard g;
+  at::Tensor full = at::log_softmax(m->logits(in.ids, in.mask, in.pos), -1);
+  at::Tensor want = full.slice(1, 0, -1).gather(2, in.ids.slice(1, 1).unsqueeze(-1)).squeeze(-1);
+  at::Tensor p = full.exp();
+  at::Tensor want_ent = -(p * full).sum(-1).slice(1, 0, -1);
+  for (int64_t chunk : {1, 5, 1000}) {
+    auto got = m->token_log_probs(in.ids, in.mask, in.pos, true, false, chunk);
+    EXPECT_LT((got.log_probs - want).abs().max().item<float>(), 1e-5) << chunk;
+    EXPECT_LT((got.entropy - want_ent).abs().max().item<float>(), 1e-4) << chunk;
+  }
+}
+
+TEST(ModelTransformer, ChunkedAndCheckpointedGradientsEqualPlainAutograd) {
+  auto c = small_config(Architecture::qwen3, true);
+  auto m = perturbed(c, 9);
+  m->set_requires_grad(true);
+  auto in = mixed_padding(c.vocab_size);
+  at::Tensor w = at::rand({in.ids.size(0), in.ids.size(1) - 1});
+  auto grads_of = [&](bool chunked, bool ckpt) {
+    for (auto& [n, t] : m->named_parameters())
+      if (t.grad().defined()) t.mutable_grad().zero_();
+    at::Tensor loss;
+    if (chunked) {
+      auto lp = m->token_log_probs(in.ids, in.mask, in.pos, true, ckpt, 7);
+      loss = (lp.log_probs * w).sum() + 0.3 * (lp.entropy * w).sum();
+    } else {
+      at::Tensor h = m->hidden_states(in.ids, in.mask, in.pos, ckpt);
+      at::Tensor logp = at::log_softmax(m->lm_head(h), -1);
+      at::Tensor tok = logp.slice(1, 0, -1).gather(2, in.ids.slice(1, 1).unsqueeze(-1)).squeeze(-1);
+      at::Tensor ent = -(logp.exp() * logp).sum(-1).slice(1, 0, -1);
+      loss = (tok * w).sum() + 0.3 * (ent * w).sum();
+    }
+    loss.backward();
+    std::vector<at::Tensor> gs;
+    for (auto& [n, t] : m->named_parameters()) gs.push_back(t.grad().clone());
+    return gs;
+  };
+  auto ref = grads_of(false, false);
+  for (auto [chunked, ckpt] : {std::pair{true, false}, {false, true}, {true, true}}) {
+    auto got = grads_of(chunked, ckpt);
+    for (size_t i = 0; i < ref.size(); ++i)
+      EXPECT_TRUE(at::allclose(got[i], ref[i], 1e-4, 1e-5))
+          << m->named_parameters()[i].first << " chunked=" << chunked << " ckpt=" << ckpt;
+  }
+}
+
+// A contiguous per-sequence cache: the engine's contract in its simplest form.
+class ContiguousCache : public AttentionBackend {
+ public:
+  ContiguousCache(const ModelConfig& c) : c_(c), k_(c.num_hidden_layers), v_(c.num_hidden_layers) {}
+  at::Tensor attend(int64_t layer, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) override {
+    auto& K = k_[layer];
+    auto& V = v_[layer];
+    K = K.defined() ? at::cat({K, k}) : k;  // [S, Hkv, D]
+    V = V.defined() ? at::cat({V, v}) : v;
+    const int64_t n = q.size(0), S = K.size(0), g = c_.num_attention_heads / c_.num_key_value_heads;
+    at::Tensor kk = K.repeat_interleave(g, 1).permute({1, 2, 0});  // [Hq, D, S]
+    at::Tensor vv = V.repeat_interleave(g, 1).transpose(0, 1);      // [Hq, S, D]
+    at::Tensor s = at::matmul(q.transpose(0, 1), kk) / std::sqrt(static_cast<double>(c_.head_dim));  // [Hq, n, S]
+    // causal within this step: query i sits at position S - n + i
+    at::Tensor allowed = at::arange(S).unsqueeze(0) <= (at::arange(n) + (S - n)).unsqueeze(1);
+    s = s.masked_fill(allowed.logical_not(), -INFINITY);
+    return at::matmul(at::softmax(s.to(at::kFloat), -1).to(q.scalar_type()), vv).transpose(0, 1).reshape({n, -1});
+  }
+
+ private:
+  ModelConfig c_;
+  std::vector<at::Tensor> k_, v_;
+};
+
+TEST(ModelTransformer, ForwardTokensWithExternalCacheEqualsFullForward) {
+  auto c = small_config(Architecture::qwen2, true);
+  auto m = perturbed(c, 13);
+  at::NoGradGuard g;
+  at::Tensor ids = at::randint(0, c.vocab_size, {1, 10}, at::kLong);
+  at::Tensor pos = at::arange(10, at::kLong).unsqueeze(0);
+  at::Tensor full = m->hidden_states(ids, at::ones_like(ids), pos)[0];
+  ContiguousCache cache(c);
+  at::Tensor prefill = m->forward_tokens(ids[0].slice(0, 0, 6), pos[0].slice(0, 0, 6), cache);
+  std::vector<at::Tensor> rows{prefill};
+  for (int64_t t = 6; t < 10; ++t) rows.push_back(m->forward_tokens(ids[0].slice(0, t, t + 1), pos[0].slice(0, t, t + 1), cache));
+  at::Tensor inc = at::cat(rows);
+  EXPECT_LT((inc - full).abs().max().item<float>(), 1e-5);
+}
+
+TEST(ModelTransformer, ValueHeadAndCriticFromPolicyCheckpoint) {
+  TempConfigDir d;
+  auto c = small_config(Architecture::qwen2, true);
+  perturbed(c, 3)->save(d.path() + "/policy");
+  auto critic = Transformer::load(d.path() + "/policy", at::kFloat, /*value_head=*/true, 4);
+  auto in = mixed_padding(c.vocab_size);
+  at::NoGradGuard g;
+  at::Tensor v = critic->values(in.ids, in.mask, in.pos);
+  EXPECT_EQ(v.sizes(), in.ids.sizes());
+  EXPECT_TRUE(at::isfinite(v).all().item<bool>());
+  critic->save(d.path() + "/critic");
+  auto again = Transformer::load(d.path() + "/critic", at::kFloat, true);
+  EXPECT_TRUE(at::equal(again->values(in.ids, in.mask, in.pos), v));
+}
+
+TEST(ModelTransformer, Bf16ForwardTracksFp32) {
+  TempConfigDir d;
+  auto c = small_config(Architecture::qwen3, false);
+  perturbed(c, 21)->save(d.path() + "/m");
+  auto f32 = Transformer::load(d.path() + "/m", at::kFloat);
+  auto b16 = Transformer::load(d.path() + "/m", at::kBFloat16);
+  auto in = mixed_padding(c.vocab_size);
+  at::NoGradGuard g;
+  auto a = f32->token_log_probs(in.ids, in.mask, in.pos).log_probs;
+  auto b = b16->token_log_probs(in.ids, in.mask, in.pos).log_probs;
+  at::Tensor valid = in.mask.slice(1, 1).to(at::kBool);
+  EXPECT_LT((a - b).abs().masked_select(valid).max().item<float>(), 0.1);
+}
+
+TEST(ModelTransformer, LoadErrorsNameTheTensor) {
+  TempConfigDir d;
+  auto c = small_config(Architecture::qwen2, false);
+  auto m = perturbed(c, 1);
+  m->save(d.path() + "/m");
+  // Drop lm_head: a config saying untied needs it.
+  NamedTensors some;
+  for (const auto& [n, t] : m->named_parameters())
+    if (n != "lm_head.weight") some.emplace_back(n, t);
+  write_safetensors(d.path() + "/m/model.safetensors", some);
+  auto msg = roll::testing::error_of([&] { Transformer::load(d.path() + "/m", at::kFloat); });
+  EXPECT_NE(msg.find("'lm_head.weight'"), std::string::npos) << msg;
+  d.write("bad/config.json", R"({"model_type": "gpt2", "vocab_size": 10})");
+  msg = roll::testing::error_of([&] { Transformer::load(d.path() + "/bad", at::kFloat); });
+  EXPECT_NE(msg.find("gpt2"), std::string::npos) << msg;
+}
