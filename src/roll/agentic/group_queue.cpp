@@ -1,0 +1,163 @@
+#include "roll/agentic/group_queue.h"
+
+#include <fmt/format.h>
+
+#include <chrono>
+
+#include "roll/core/error.h"
+
+namespace roll::agentic {
+
+GroupQueueManager::GroupQueueManager(GroupQueueOptions options) : o_(std::move(options)) {
+  if (o_.num_groups <= 0 || o_.group_size <= 0 || o_.episodes_per_step <= 0 || o_.group_size_redundancy < 0 ||
+      o_.async_generation_ratio < 0)
+    throw Error(fmt::format("group queue: bad sizes (groups {}, group_size {}, redundancy {}, episodes/step {}, "
+                            "async ratio {})",
+                            o_.num_groups, o_.group_size, o_.group_size_redundancy, o_.episodes_per_step,
+                            o_.async_generation_ratio));
+  groups_.resize(o_.num_groups);
+}
+
+void GroupQueueManager::create_episode(Group& g, int64_t step) {
+  if (o_.max_episodes_per_group >= 0 && g.next_episode >= o_.max_episodes_per_group) return;
+  g.episodes.push_back(EpisodeState{g.next_episode++, step});
+}
+
+void GroupQueueManager::advance_step(int64_t step) {
+  std::lock_guard<std::mutex> lock(mu_);
+  current_step_ = step;
+  // First step: the async ratio's look-ahead batches are created up front (spec 1.7).
+  const int64_t batches = first_step_ ? 1 + o_.async_generation_ratio : 1;
+  first_step_ = false;
+  for (auto& g : groups_) {
+    // Episodes too old for this step are dropped with their rollouts.
+    while (!g.episodes.empty() && step - g.episodes.front().create_step > o_.async_generation_ratio)
+      g.episodes.pop_front();
+    for (int64_t b = 0; b < batches; ++b)
+      for (int64_t e = 0; e < o_.episodes_per_step; ++e) create_episode(g, step);
+  }
+  cv_.notify_all();
+}
+
+std::vector<std::pair<int64_t, int64_t>> GroupQueueManager::plan_batch(int64_t batch_size, int64_t current_step) const {
+  // Oldest creation step first; within a step, group order. A younger step is touched only when
+  // every episode of the older ones is taken, so a batch never mixes in younger episodes while
+  // older ones are still running (the async invariant: start step == max(0, step - ratio)).
+  std::vector<std::pair<int64_t, int64_t>> picked;  // (group, episode_id)
+  int64_t n = 0;
+  for (int64_t step = current_step - o_.async_generation_ratio; step <= current_step; ++step) {
+    bool pending = false;
+    for (size_t gi = 0; gi < groups_.size(); ++gi)
+      for (const auto& e : groups_[gi].episodes) {
+        if (e.create_step != step) continue;
+        if (!e.complete) {
+          pending = true;
+          continue;
+        }
+        if (n >= batch_size) continue;
+        picked.emplace_back(static_cast<int64_t>(gi), e.episode_id);
+        n += o_.group_size;
+      }
+    if (n >= batch_size) return picked;
+    if (pending) return {};  // must wait for this step's episodes
+  }
+  return {};
+}
+
+std::optional<std::vector<Rollout>> GroupQueueManager::get_batch(int64_t batch_size, int64_t current_step,
+                                                                 double timeout_s) {
+  std::unique_lock<std::mutex> lock(mu_);
+  const int64_t total_envs = o_.num_groups * (o_.group_size + o_.group_size_redundancy);
+  std::vector<std::pair<int64_t, int64_t>> picked;
+  auto done = [&] {
+    if (shutdown_) return true;
+    if (batch_size < 0) {
+      int64_t exited = 0;
+      for (const auto& g : groups_) exited += g.exited_envs;
+      return exited >= total_envs;
+    }
+    picked = plan_batch(batch_size, current_step);
+    return !picked.empty();
+  };
+  if (!cv_.wait_for(lock, std::chrono::duration<double>(timeout_s), done) || shutdown_) return std::nullopt;
+  if (batch_size < 0) {
+    for (size_t gi = 0; gi < groups_.size(); ++gi)
+      for (const auto& e : groups_[gi].episodes)
+        if (e.complete) picked.emplace_back(static_cast<int64_t>(gi), e.episode_id);
+  }
+  std::vector<Rollout> out;
+  for (const auto& [gi, ep] : picked) {
+    auto& eps = groups_[gi].episodes;
+    for (auto it = eps.begin(); it != eps.end(); ++it)
+      if (it->episode_id == ep) {
+        out.insert(out.end(), it->rollouts.begin(), it->rollouts.begin() + o_.group_size);
+        eps.erase(it);
+        break;
+      }
+  }
+  cv_.notify_all();
+  return out;
+}
+
+std::optional<GroupQueueManager::Episode> GroupQueueManager::get_episode(int64_t group_id, int64_t env_id) {
+  if (group_id < 0 || group_id >= o_.num_groups)
+    throw Error(fmt::format("group queue: group id {} outside [0, {})", group_id, o_.num_groups));
+  std::unique_lock<std::mutex> lock(mu_);
+  Group& g = groups_[group_id];
+  const int64_t width = o_.group_size + o_.group_size_redundancy;
+  for (;;) {
+    if (shutdown_) return std::nullopt;
+    for (auto& e : g.episodes)
+      if (!e.complete && e.running < width) {
+        ++e.running;
+        return Episode{e.episode_id, e.create_step};
+      }
+    // Finite mode: no episode will ever come again.
+    if (o_.max_episodes_per_group >= 0 && g.next_episode >= o_.max_episodes_per_group) return std::nullopt;
+    cv_.wait(lock);
+  }
+}
+
+void GroupQueueManager::put(Rollout rollout) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (rollout.group_id < 0 || rollout.group_id >= o_.num_groups) return;
+  Group& g = groups_[rollout.group_id];
+  for (auto it = g.episodes.begin(); it != g.episodes.end(); ++it) {
+    if (it->episode_id != rollout.episode_id) continue;
+    if (it->complete) return;  // redundant extra rollout: discarded
+    it->rollouts.push_back(std::move(rollout));
+    if (static_cast<int64_t>(it->rollouts.size()) < o_.group_size) return;
+    if (o_.group_filter && o_.group_filter(it->rollouts.front().group_id, it->episode_id, it->rollouts)) {
+      // Dropped by the filter: a fresh episode takes its place (same creation step).
+      ++filtered_;
+      const int64_t step = it->create_step;
+      g.episodes.erase(it);
+      if (o_.max_episodes_per_group < 0 || g.next_episode < o_.max_episodes_per_group)
+        g.episodes.push_back(EpisodeState{g.next_episode++, step});
+    } else {
+      it->complete = true;
+    }
+    cv_.notify_all();
+    return;
+  }
+  // The episode was dropped (too old): its rollout is ignored.
+}
+
+void GroupQueueManager::env_exit(int64_t group_id, int64_t env_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (group_id >= 0 && group_id < o_.num_groups) ++groups_[group_id].exited_envs;
+  cv_.notify_all();
+}
+
+void GroupQueueManager::shutdown() {
+  std::lock_guard<std::mutex> lock(mu_);
+  shutdown_ = true;
+  cv_.notify_all();
+}
+
+int64_t GroupQueueManager::group_filter_count() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return filtered_;
+}
+
+}  // namespace roll::agentic

@@ -1,0 +1,93 @@
+#pragma once
+// Episode bookkeeping between env workers and the driver (spec 1.7, 6.4): per env group, episodes
+// are created each step, handed to the group's envs (group_size + redundancy of them play the same
+// episode), and a group is complete when group_size rollouts arrived. The driver takes complete
+// groups, oldest first. Thread-safe; the runtime publishes it as a service.
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <vector>
+
+#include "roll/core/batch.h"
+
+namespace roll::agentic {
+
+struct Rollout {
+  int64_t group_id = 0;
+  int64_t episode_id = 0;
+  int64_t env_id = 0;
+  int64_t start_step = 0;  // the step the episode was created for
+  std::shared_ptr<const Batch> data;  // one trajectory (TrajEnvManager) or its per-turn samples
+};
+
+struct GroupQueueOptions {
+  int64_t num_groups = 1;
+  int64_t group_size = 1;
+  int64_t group_size_redundancy = 0;
+  int64_t episodes_per_step = 1;  // max_traj_per_env
+  int64_t async_generation_ratio = 0;
+  // Finite mode (validation with val_batch_size -1, rollout-only): stop handing out episodes after
+  // this many per group; -1 = a new batch of episodes every step.
+  int64_t max_episodes_per_group = -1;
+  // ROLL's GroupFilter.filter(group_id, episode_id, rollouts): true drops the group and replaces
+  // its episode.
+  std::function<bool(int64_t group_id, int64_t episode_id, const std::vector<Rollout>&)> group_filter;
+};
+
+class GroupQueueManager {
+ public:
+  explicit GroupQueueManager(GroupQueueOptions options);
+
+  // Driver: starts step `step` (creates episodes, drops those older than the async ratio).
+  void advance_step(int64_t step);
+  // Driver: waits for complete groups holding >= batch_size rollouts of episodes still fresh for
+  // `current_step` and returns them (whole groups, oldest first). batch_size < 0: waits until every
+  // env has exited and returns everything complete. nullopt on timeout or shutdown.
+  std::optional<std::vector<Rollout>> get_batch(int64_t batch_size, int64_t current_step, double timeout_s);
+
+  // Env side: the next episode for `env_id` of `group_id` (blocks until one exists); nullopt when
+  // the queue is finished or shut down.
+  struct Episode {
+    int64_t episode_id;
+    int64_t start_step;
+  };
+  std::optional<Episode> get_episode(int64_t group_id, int64_t env_id);
+  // Env side: a finished rollout (ignored when its episode was dropped or its group is complete).
+  void put(Rollout rollout);
+  // Env side: `env_id` will ask for no more episodes.
+  void env_exit(int64_t group_id, int64_t env_id);
+
+  void shutdown();
+  int64_t group_filter_count() const;
+
+ private:
+  struct EpisodeState {
+    int64_t episode_id;
+    int64_t create_step;
+    int64_t running = 0;  // envs handed this episode
+    std::vector<Rollout> rollouts;
+    bool complete = false;
+  };
+  struct Group {
+    std::deque<EpisodeState> episodes;  // oldest first
+    int64_t next_episode = 0;
+    int64_t exited_envs = 0;
+  };
+  void create_episode(Group& g, int64_t step);
+  std::vector<std::pair<int64_t, int64_t>> plan_batch(int64_t batch_size, int64_t current_step) const;
+
+  GroupQueueOptions o_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<Group> groups_;
+  int64_t current_step_ = -1;
+  bool first_step_ = true;
+  bool shutdown_ = false;
+  int64_t filtered_ = 0;
+};
+
+}  // namespace roll::agentic
