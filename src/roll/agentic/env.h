@@ -38,6 +38,14 @@ class Env {
   virtual std::string state_key() const { return render(); }
 };
 
+// ROLL's step info: metrics {action_is_effective, action_is_valid, success, format_penalty} with
+// their aggregation modes {mean, mean, last, mean}, and the action description.
+nlohmann::json step_info(bool effective, bool valid, bool success, double format_penalty, const std::string& desc,
+                         const std::string& action_content, const std::string& think_content);
+// "At turn k, you moved X, which is effective." / "... tried to move X, which is not effective yet."
+// / "... You did not provide a valid action." (action empty).
+std::string action_description(int turn, const std::string& action, bool effective);
+
 // Builds an env from a custom_envs entry's env_type and env_config (spec 2.7); errors name the
 // env type or the config key at fault.
 std::unique_ptr<Env> make_env(const std::string& env_type, const nlohmann::ordered_json& env_config);

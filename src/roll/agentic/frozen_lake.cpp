@@ -113,15 +113,8 @@ EnvStep FrozenLake::step(const std::string& response) {
     EnvStep s;
     s.observation = render();
     s.reward = config_.format_penalty;
-    s.info = {{"metrics",
-               {{"action_is_effective", false}, {"action_is_valid", false}, {"success", success()},
-                {"format_penalty", config_.format_penalty}}},
-              {"metrics_agg_mode",
-               {{"action_is_effective", "mean"}, {"action_is_valid", "mean"}, {"success", "last"},
-                {"format_penalty", "mean"}}},
-              {"action_desc", fmt::format("At turn {}, You did not provide a valid action.", steps_ + 1)},
-              {"action_content", a.action_content},
-              {"think_content", a.think_content}};
+    s.info = step_info(false, false, success(), config_.format_penalty, action_description(steps_ + 1, "", false),
+                       a.action_content, a.think_content);
     ++steps_;
     return s;
   }
@@ -153,18 +146,8 @@ EnvStep FrozenLake::step_action(int action, const std::string& action_content, c
   s.truncated = s.terminated && !on_goal && steps_ >= config_.max_steps;
   s.observation = render();
   const bool effective = before_r != row_ || before_c != col_;
-  s.info = {{"metrics",
-             {{"action_is_effective", effective}, {"action_is_valid", true}, {"success", on_goal},
-              {"format_penalty", 0.0}}},
-            {"metrics_agg_mode",
-             {{"action_is_effective", "mean"}, {"action_is_valid", "mean"}, {"success", "last"},
-              {"format_penalty", "mean"}}},
-            {"action_desc", effective ? fmt::format("At turn {}, you moved {}, which is effective.", steps_,
-                                                    kActionNames[action])
-                                      : fmt::format("At turn {}, you tried to move {}, which is not effective yet.",
-                                                    steps_, kActionNames[action])},
-            {"action_content", action_content},
-            {"think_content", think}};
+  s.info = step_info(effective, true, on_goal, 0.0, action_description(steps_, kActionNames[action], effective),
+                     action_content, think);
   return s;
 }
 

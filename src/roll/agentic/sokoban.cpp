@@ -266,15 +266,8 @@ EnvStep Sokoban::step(const std::string& response) {
     EnvStep s;
     s.observation = render();
     s.reward = config_.format_penalty;
-    s.info = {{"metrics",
-               {{"action_is_effective", false}, {"action_is_valid", false}, {"success", success()},
-                {"format_penalty", config_.format_penalty}}},
-              {"metrics_agg_mode",
-               {{"action_is_effective", "mean"}, {"action_is_valid", "mean"}, {"success", "last"},
-                {"format_penalty", "mean"}}},
-              {"action_desc", fmt::format("At turn {}, You did not provide a valid action.", steps_ + 1)},
-              {"action_content", a.action_content},
-              {"think_content", a.think_content}};
+    s.info = step_info(false, false, success(), config_.format_penalty, action_description(steps_ + 1, "", false),
+                       a.action_content, a.think_content);
     return s;
   }
   return step_action(*a.action, a.action_content, a.think_content);
@@ -319,16 +312,7 @@ EnvStep Sokoban::step_action(int action, const std::string& action_content, cons
   s.terminated = won || steps_ >= config_.max_steps;
   s.truncated = s.terminated && !won;
   s.observation = render();
-  s.info = {{"metrics",
-             {{"action_is_effective", moved}, {"action_is_valid", true}, {"success", won}, {"format_penalty", 0.0}}},
-            {"metrics_agg_mode",
-             {{"action_is_effective", "mean"}, {"action_is_valid", "mean"}, {"success", "last"},
-              {"format_penalty", "mean"}}},
-            {"action_desc", moved ? fmt::format("At turn {}, you moved {}, which is effective.", steps_, kNames[d])
-                                  : fmt::format("At turn {}, you tried to move {}, which is not effective yet.",
-                                                steps_, kNames[d])},
-            {"action_content", action_content},
-            {"think_content", think}};
+  s.info = step_info(moved, true, won, 0.0, action_description(steps_, kNames[d], moved), action_content, think);
   return s;
 }
 
