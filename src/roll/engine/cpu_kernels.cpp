@@ -1,0 +1,154 @@
+#include "roll/engine/cpu_kernels.h"
+
+#include <immintrin.h>
+
+#include <cstring>
+
+namespace roll::engine::kernels {
+
+namespace {
+
+inline float bf16(uint16_t v) {
+  uint32_t bits = static_cast<uint32_t>(v) << 16;
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+inline float load1(const float* p) { return *p; }
+inline float load1(const uint16_t* p) { return bf16(*p); }
+
+template <typename T>
+float dot_ref(const float* a, const T* b, int64_t n) {
+  float s = 0;
+  for (int64_t i = 0; i < n; ++i) s += a[i] * load1(b + i);
+  return s;
+}
+
+template <typename T>
+void axpy_ref(float* y, float a, const T* x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] += a * load1(x + i);
+}
+
+template <typename T>
+void matmul_ref(const float* x, int64_t M, int64_t K, const T* w, int64_t n0, int64_t n1, float* y, int64_t ldy) {
+  for (int64_t j = n0; j < n1; ++j)
+    for (int64_t m = 0; m < M; ++m) y[m * ldy + j] = dot_ref(x + m * K, w + j * K, K);
+}
+
+#define AVX2 __attribute__((target("avx2,fma")))
+
+AVX2 inline __m256 load8(const float* p) { return _mm256_loadu_ps(p); }
+AVX2 inline __m256 load8(const uint16_t* p) {
+  __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+}
+
+AVX2 inline float hsum(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+template <typename T>
+AVX2 float dot_avx2(const float* a, const T* b, int64_t n) {
+  __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), load8(b + i), s0);
+    s1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), load8(b + i + 8), s1);
+  }
+  for (; i + 8 <= n; i += 8) s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), load8(b + i), s0);
+  float s = hsum(_mm256_add_ps(s0, s1));
+  for (; i < n; ++i) s += a[i] * load1(b + i);
+  return s;
+}
+
+template <typename T>
+AVX2 void axpy_avx2(float* y, float a, const T* x, int64_t n) {
+  const __m256 av = _mm256_set1_ps(a);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, _mm256_fmadd_ps(av, load8(x + i), _mm256_loadu_ps(y + i)));
+  for (; i < n; ++i) y[i] += a * load1(x + i);
+}
+
+// MB rows of x against NB rows of w: MB * NB accumulators stay in registers.
+template <int MB, int NB, typename T>
+AVX2 void block_avx2(const float* x, int64_t K, const T* w, int64_t j, float* y, int64_t ldy) {
+  __m256 acc[MB][NB];
+  for (int m = 0; m < MB; ++m)
+    for (int r = 0; r < NB; ++r) acc[m][r] = _mm256_setzero_ps();
+  int64_t k = 0;
+  for (; k + 8 <= K; k += 8) {
+    __m256 wv[NB];
+    for (int r = 0; r < NB; ++r) wv[r] = load8(w + (j + r) * K + k);
+    for (int m = 0; m < MB; ++m) {
+      const __m256 xv = _mm256_loadu_ps(x + m * K + k);
+      for (int r = 0; r < NB; ++r) acc[m][r] = _mm256_fmadd_ps(wv[r], xv, acc[m][r]);
+    }
+  }
+  for (int m = 0; m < MB; ++m)
+    for (int r = 0; r < NB; ++r) {
+      float s = hsum(acc[m][r]);
+      for (int64_t kk = k; kk < K; ++kk) s += x[m * K + kk] * load1(w + (j + r) * K + kk);
+      y[m * ldy + j + r] = s;
+    }
+}
+
+template <int MB, typename T>
+AVX2 void rows_avx2(const float* x, int64_t K, const T* w, int64_t n0, int64_t n1, float* y, int64_t ldy) {
+  constexpr int NB = MB <= 2 ? 4 : 2;
+  int64_t j = n0;
+  for (; j + NB <= n1; j += NB) block_avx2<MB, NB>(x, K, w, j, y, ldy);
+  for (; j < n1; ++j) block_avx2<MB, 1>(x, K, w, j, y, ldy);
+}
+
+template <typename T>
+AVX2 void matmul_avx2(const float* x, int64_t M, int64_t K, const T* w, int64_t n0, int64_t n1, float* y,
+                      int64_t ldy) {
+  int64_t m = 0;
+  for (; m + 4 <= M; m += 4) rows_avx2<4>(x + m * K, K, w, n0, n1, y + m * ldy, ldy);
+  switch (M - m) {
+    case 3: rows_avx2<3>(x + m * K, K, w, n0, n1, y + m * ldy, ldy); break;
+    case 2: rows_avx2<2>(x + m * K, K, w, n0, n1, y + m * ldy, ldy); break;
+    case 1: rows_avx2<1>(x + m * K, K, w, n0, n1, y + m * ldy, ldy); break;
+    default: break;
+  }
+}
+
+AVX2 void bf16_to_float_avx2(const uint16_t* src, float* dst, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(dst + i, load8(src + i));
+  for (; i < n; ++i) dst[i] = bf16(src[i]);
+}
+
+bool detect_avx2() {
+  __builtin_cpu_init();  // may run before main (static initialisation)
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+}
+const bool kAvx2 = detect_avx2();
+
+}  // namespace
+
+bool have_avx2() { return kAvx2; }
+
+float dot(const float* a, const float* b, int64_t n) { return kAvx2 ? dot_avx2(a, b, n) : dot_ref(a, b, n); }
+float dot(const float* a, const uint16_t* b, int64_t n) { return kAvx2 ? dot_avx2(a, b, n) : dot_ref(a, b, n); }
+void axpy(float* y, float a, const float* x, int64_t n) { kAvx2 ? axpy_avx2(y, a, x, n) : axpy_ref(y, a, x, n); }
+void axpy(float* y, float a, const uint16_t* x, int64_t n) { kAvx2 ? axpy_avx2(y, a, x, n) : axpy_ref(y, a, x, n); }
+
+void bf16_to_float(const uint16_t* src, float* dst, int64_t n) {
+  if (kAvx2) return bf16_to_float_avx2(src, dst, n);
+  for (int64_t i = 0; i < n; ++i) dst[i] = bf16(src[i]);
+}
+
+void matmul_wt(const float* x, int64_t M, int64_t K, const float* w, int64_t n0, int64_t n1, float* y, int64_t ldy) {
+  kAvx2 ? matmul_avx2(x, M, K, w, n0, n1, y, ldy) : matmul_ref(x, M, K, w, n0, n1, y, ldy);
+}
+
+void matmul_wt(const float* x, int64_t M, int64_t K, const uint16_t* w, int64_t n0, int64_t n1, float* y,
+               int64_t ldy) {
+  kAvx2 ? matmul_avx2(x, M, K, w, n0, n1, y, ldy) : matmul_ref(x, M, K, w, n0, n1, y, ldy);
+}
+
+}  // namespace roll::engine::kernels

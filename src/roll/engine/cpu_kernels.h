@@ -1,0 +1,25 @@
+#pragma once
+// Inner loops the engine runs on raw memory: dot products and axpy for paged attention, and the
+// small-M matrix product that decode steps spend their time in. Weights and cache rows are fp32
+// or bf16 (raw 16-bit words, widened to fp32 on load); accumulation is always fp32. AVX2+FMA
+// versions are picked at run time; plain loops elsewhere.
+#include <cstdint>
+
+namespace roll::engine::kernels {
+
+bool have_avx2();
+
+float dot(const float* a, const float* b, int64_t n);
+float dot(const float* a, const uint16_t* b_bf16, int64_t n);
+void axpy(float* y, float a, const float* x, int64_t n);  // y += a * x
+void axpy(float* y, float a, const uint16_t* x_bf16, int64_t n);
+void bf16_to_float(const uint16_t* src, float* dst, int64_t n);
+
+// y[m * ldy + j] = sum_k x[m * K + k] * w[j * K + k] for m < M and rows j in [n0, n1) of w.
+// Reads each weight row once for all M rows of x: for M up to ~16 this is bound by weight
+// bandwidth, which is what decode is.
+void matmul_wt(const float* x, int64_t M, int64_t K, const float* w, int64_t n0, int64_t n1, float* y, int64_t ldy);
+void matmul_wt(const float* x, int64_t M, int64_t K, const uint16_t* w_bf16, int64_t n0, int64_t n1, float* y,
+               int64_t ldy);
+
+}  // namespace roll::engine::kernels

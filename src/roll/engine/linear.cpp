@@ -1,0 +1,80 @@
+#include "roll/engine/linear.h"
+
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+
+#include <vector>
+
+#include "roll/engine/cpu_kernels.h"
+
+namespace roll::engine {
+
+int64_t& linear_small_m_threshold() {
+  static int64_t m = 16;
+  return m;
+}
+
+namespace {
+
+// Weight rows per parallel task: enough work to hide the task cost, an even split otherwise.
+int64_t row_grain(int64_t N, int64_t K) {
+  const int64_t by_bytes = std::max<int64_t>(8, (64 << 10) / std::max<int64_t>(1, K));  // >= ~64K weights/task
+  return std::min<int64_t>(by_bytes, std::max<int64_t>(8, N / (4 * at::get_num_threads())));
+}
+
+at::Tensor streaming(const at::Tensor& x, const at::Tensor& w) {
+  const int64_t M = x.size(0), K = x.size(1), N = w.size(0);
+  at::Tensor y = at::empty({M, N}, x.options());
+  const float* xp = x.data_ptr<float>();
+  float* yp = y.data_ptr<float>();
+  if (w.scalar_type() == at::kBFloat16) {
+    const auto* wp = reinterpret_cast<const uint16_t*>(w.data_ptr<at::BFloat16>());
+    at::parallel_for(0, N, row_grain(N, K),
+                     [&](int64_t n0, int64_t n1) { kernels::matmul_wt(xp, M, K, wp, n0, n1, yp, N); });
+  } else {
+    const float* wp = w.data_ptr<float>();
+    at::parallel_for(0, N, row_grain(N, K),
+                     [&](int64_t n0, int64_t n1) { kernels::matmul_wt(xp, M, K, wp, n0, n1, yp, N); });
+  }
+  return y;
+}
+
+// Large-M bf16: each task widens a tile of weight rows into its own fp32 buffer (it stays in
+// cache) and runs a single-threaded BLAS product into its columns of y.
+at::Tensor tiled_bf16(const at::Tensor& x, const at::Tensor& w) {
+  const int64_t M = x.size(0), K = x.size(1), N = w.size(0);
+  constexpr int64_t kTile = 64;
+  at::Tensor y = at::empty({M, N}, x.options());
+  const auto* wp = reinterpret_cast<const uint16_t*>(w.data_ptr<at::BFloat16>());
+  const int64_t tiles = (N + kTile - 1) / kTile;
+  at::parallel_for(0, tiles, 1, [&](int64_t t0, int64_t t1) {
+    at::Tensor buf = at::empty({kTile, K}, x.options());
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t n0 = t * kTile, rows = std::min(kTile, N - n0);
+      kernels::bf16_to_float(wp + n0 * K, buf.data_ptr<float>(), rows * K);
+      at::Tensor out = y.narrow(1, n0, rows);
+      at::mm_out(out, x, buf.narrow(0, 0, rows).t());
+    }
+  });
+  return y;
+}
+
+}  // namespace
+
+at::Tensor linear(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b) {
+  const int64_t M = x.size(0);
+  at::Tensor y;
+  if (w.scalar_type() == at::kFloat && M == 1) {
+    y = at::mv(w, x[0]).unsqueeze(0);  // BLAS gemv
+  } else if (M <= linear_small_m_threshold()) {
+    y = streaming(x, w);
+  } else if (w.scalar_type() == at::kBFloat16) {
+    y = tiled_bf16(x, w);
+  } else {
+    y = at::mm(x, w.t());
+  }
+  if (b.defined()) y.add_(b);
+  return y;
+}
+
+}  // namespace roll::engine

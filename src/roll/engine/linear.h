@@ -1,0 +1,17 @@
+#pragma once
+// The engine's matrix product y = x w^T (+ b): fp32 activations against fp32 or bf16 weights,
+// fp32 out. Picks the path by the number of rows: a weight-streaming kernel for decode-sized
+// batches (gemv at M = 1 for fp32), BLAS for large fp32 batches, and for large bf16 batches
+// weight tiles widened to fp32 in cache then multiplied by BLAS (ATen's own bf16 GEMM on CPUs
+// without AVX-512 is a scalar loop, ~100x slower).
+#include <ATen/core/Tensor.h>
+
+namespace roll::engine {
+
+// x [M, K] fp32 contiguous, w [N, K] fp32/bf16 contiguous, b [N] or undefined -> [M, N] fp32.
+at::Tensor linear(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b = {});
+
+// Rows of x at or below which the weight-streaming kernel is used (tunable for benchmarks).
+int64_t& linear_small_m_threshold();
+
+}  // namespace roll::engine
