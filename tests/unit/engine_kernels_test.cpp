@@ -8,8 +8,11 @@
 
 #include "roll/engine/cpu_kernels.h"
 #include "roll/engine/linear.h"
+#include "roll/engine/model_runner.h"
 #include "roll/engine/paged_attention.h"
 #include "roll/engine/paged_kv_cache.h"
+#include "roll/model/model_init.h"
+#include "roll/model/transformer.h"
 
 using namespace roll::engine;
 
@@ -103,6 +106,68 @@ TEST(EngineKernels, PagedAttentionMatchesDenseCausalAttention) {
       at::Tensor ref = dense_attention(qs[s], K[s], V[s], Hq / Hkv);
       EXPECT_LT(max_abs_diff(out.slice(0, row, row + qlen[s]), ref), 1e-5) << "sequence " << s << " dtype " << dt;
       row += qlen[s];
+    }
+  }
+}
+
+// The engine's forward (ModelRunner) computes what the model computes: logits of two sequences
+// prefilled through the paged cache equal the plain padded forward, for qwen2 (q/k/v bias),
+// qwen3 (q/k norm) and llama (untied head); and the model's own forward_tokens runs on the same
+// PagedAttention backend.
+TEST(EngineKernels, ModelRunnerMatchesThePlainForward) {
+  for (const char* arch : {"qwen2", "qwen3", "llama"}) {
+    roll::model::ModelConfig c = roll::model::preset_config("tiny", arch);
+    c.vocab_size = 200;
+    c.tie_word_embeddings = std::string(arch) != "llama";
+    auto m = roll::model::Transformer::random(c, at::kFloat, 21, 0.2);
+    {
+      at::NoGradGuard g;
+      at::manual_seed(21);
+      for (auto& [name, t] : const_cast<roll::model::NamedTensors&>(m->named_parameters()))
+        if (name.find("norm") != std::string::npos || name.find("bias") != std::string::npos)
+          t.add_(at::randn(t.sizes()) * 0.1);
+    }
+    auto runner_model = std::const_pointer_cast<const roll::model::Transformer>(m);
+    ModelRunner runner(runner_model);
+    const int64_t bs = 4, lens[2] = {7, 10};
+    auto make_meta = [&](AttentionMetadata& meta, std::vector<int64_t>& ids, std::vector<int64_t>& pos) {
+      int64_t start = 0, block = 0;
+      meta.max_blocks = 3;
+      std::vector<int64_t> slots;
+      for (int s = 0; s < 2; ++s) {
+        meta.q_start.push_back(start);
+        meta.q_len.push_back(lens[s]);
+        meta.ctx_len.push_back(lens[s]);
+        for (int b = 0; b < 3; ++b) meta.block_tables.push_back(static_cast<int32_t>(5 - block - b));
+        for (int64_t p = 0; p < lens[s]; ++p) {
+          ids.push_back((s * 37 + p * 11) % c.vocab_size);
+          pos.push_back(p);
+          slots.push_back(meta.block_tables[s * 3 + p / bs] * bs + p % bs);
+        }
+        block += 3;
+        start += lens[s];
+      }
+      meta.slots = at::tensor(slots, at::kLong);
+    };
+    AttentionMetadata meta;
+    std::vector<int64_t> ids, pos;
+    make_meta(meta, ids, pos);
+    at::NoGradGuard g;
+    PagedKvCache cache({c.num_hidden_layers, 6, bs, c.num_key_value_heads, c.head_dim}, at::kFloat);
+    PagedAttention attn(cache, c.num_attention_heads);
+    attn.set_step(&meta);
+    const int64_t N = static_cast<int64_t>(ids.size());
+    at::Tensor logits = runner.forward(at::tensor(ids, at::kLong), at::tensor(pos, at::kLong), attn,
+                                       at::arange(N, at::kLong));
+    PagedKvCache cache2({c.num_hidden_layers, 6, bs, c.num_key_value_heads, c.head_dim}, at::kFloat);
+    PagedAttention attn2(cache2, c.num_attention_heads);
+    attn2.set_step(&meta);
+    at::Tensor via_model = m->lm_head(m->forward_tokens(at::tensor(ids, at::kLong), at::tensor(pos, at::kLong), attn2));
+    EXPECT_LT(max_abs_diff(logits, via_model), 1e-4) << arch;
+    for (int s = 0, row = 0; s < 2; row += lens[s], ++s) {
+      at::Tensor x = at::tensor(std::vector<int64_t>(ids.begin() + row, ids.begin() + row + lens[s]), at::kLong).unsqueeze(0);
+      at::Tensor ref = m->logits(x, at::ones_like(x), at::arange(lens[s], at::kLong).unsqueeze(0))[0];
+      EXPECT_LT(max_abs_diff(logits.slice(0, row, row + lens[s]), ref), 1e-4) << arch << " sequence " << s;
     }
   }
 }
