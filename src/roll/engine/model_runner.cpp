@@ -1,7 +1,10 @@
 #include "roll/engine/model_runner.h"
 
 #include <ATen/ATen.h>
+#include <ATen/Parallel.h>
 #include <fmt/format.h>
+
+#include <cmath>
 
 #include "roll/core/error.h"
 #include "roll/engine/linear.h"
@@ -16,15 +19,58 @@ at::Tensor optional_param(const model::Transformer& m, const std::string& name) 
   return at::Tensor();
 }
 
-// HF's RMSNorm in fp32: x * rsqrt(mean(x^2) + eps) * w.
+// Rows per parallel task for the row-wise ops below (they are cheap: only large steps split).
+constexpr int64_t kRowGrain = 64;
+
+// HF's RMSNorm in fp32, one pass per row: x * rsqrt(mean(x^2) + eps) * w. x [rows, H] contiguous.
 at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& w, double eps) {
-  at::Tensor y = x * at::rsqrt(x.pow(2).mean(-1, /*keepdim=*/true) + eps);
-  return y.mul_(w.to(at::kFloat));
+  const int64_t H = x.size(-1), rows = x.numel() / H;
+  at::Tensor y = at::empty_like(x);
+  at::Tensor wf = w.to(at::kFloat).contiguous();
+  const float* xp = x.data_ptr<float>();
+  const float* wp = wf.data_ptr<float>();
+  float* yp = y.data_ptr<float>();
+  at::parallel_for(0, rows, kRowGrain, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const float* a = xp + r * H;
+      float* b = yp + r * H;
+      double ss = 0;
+      for (int64_t i = 0; i < H; ++i) ss += static_cast<double>(a[i]) * a[i];
+      const float inv = static_cast<float>(1.0 / std::sqrt(ss / H + eps));
+      for (int64_t i = 0; i < H; ++i) b[i] = (a[i] * inv) * wp[i];
+    }
+  });
+  return y;
 }
 
-at::Tensor rotate_half(const at::Tensor& x) {
-  const int64_t h = x.size(-1) / 2;
-  return at::cat({-x.slice(-1, h), x.slice(-1, 0, h)}, -1);
+// Rotate-half RoPE in place: x [N, heads, D]; cos/sin [N, D/2] (the two halves share angles).
+void apply_rope_(at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) {
+  const int64_t N = x.size(0), heads = x.size(1), D = x.size(2), h = D / 2;
+  float* xp = x.data_ptr<float>();
+  const float* cp = cos.data_ptr<float>();
+  const float* sp = sin.data_ptr<float>();
+  at::parallel_for(0, N, kRowGrain, [&](int64_t n0, int64_t n1) {
+    for (int64_t n = n0; n < n1; ++n)
+      for (int64_t j = 0; j < heads; ++j) {
+        float* v = xp + (n * heads + j) * D;
+        const float* c = cp + n * h;
+        const float* s = sp + n * h;
+        for (int64_t i = 0; i < h; ++i) {
+          const float a = v[i], b = v[i + h];
+          v[i] = a * c[i] - b * s[i];
+          v[i + h] = b * c[i] + a * s[i];
+        }
+      }
+  });
+}
+
+// gate <- silu(gate) * up, in place.
+void silu_mul_(at::Tensor& gate, const at::Tensor& up) {
+  float* g = gate.data_ptr<float>();
+  const float* u = up.data_ptr<float>();
+  at::parallel_for(0, gate.numel(), 1 << 14, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) g[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
+  });
 }
 
 }  // namespace
@@ -53,10 +99,9 @@ at::Tensor ModelRunner::forward(const at::Tensor& tokens, const at::Tensor& posi
                                 const at::Tensor& sample_rows) const {
   const auto& c = model_->config();
   const int64_t N = tokens.size(0), Hq = c.num_attention_heads, Hkv = c.num_key_value_heads, D = c.head_dim;
-  at::Tensor x = at::embedding(embed_, tokens).to(at::kFloat);  // [N, H]
-  at::Tensor freqs = positions.to(at::kFloat).unsqueeze(-1) * inv_freq_;
-  at::Tensor emb = at::cat({freqs, freqs}, -1);
-  at::Tensor cos = emb.cos().unsqueeze(1), sin = emb.sin().unsqueeze(1);  // [N, 1, D]
+  at::Tensor x = at::embedding(embed_, tokens).to(at::kFloat).contiguous();  // [N, H]
+  at::Tensor angles = positions.to(at::kFloat).unsqueeze(-1) * inv_freq_;    // [N, D/2]
+  at::Tensor cos = angles.cos(), sin = angles.sin();
   for (size_t i = 0; i < layers_.size(); ++i) {
     const LayerWeights& L = layers_[i];
     at::Tensor h = rms_norm(x, L.in_norm, c.rms_norm_eps);
@@ -67,14 +112,14 @@ at::Tensor ModelRunner::forward(const at::Tensor& tokens, const at::Tensor& posi
       q = rms_norm(q, L.q_norm, c.rms_norm_eps);
       k = rms_norm(k, L.k_norm, c.rms_norm_eps);
     }
-    q = q * cos + rotate_half(q) * sin;
-    k = k * cos + rotate_half(k) * sin;
+    apply_rope_(q, cos, sin);
+    apply_rope_(k, cos, sin);
     at::Tensor a = attn.attend(static_cast<int64_t>(i), q, k, v);
-    x = x + engine::linear(a, L.o_w);
+    x.add_(engine::linear(a.contiguous(), L.o_w));
     h = rms_norm(x, L.post_norm, c.rms_norm_eps);
     at::Tensor gate = engine::linear(h, L.gate_w);
-    gate = at::silu_(gate).mul_(engine::linear(h, L.up_w));
-    x = x + engine::linear(gate, L.down_w);
+    silu_mul_(gate, engine::linear(h, L.up_w));
+    x.add_(engine::linear(gate, L.down_w));
   }
   at::Tensor rows = x.index_select(0, sample_rows);
   return engine::linear(rms_norm(rows, norm_, c.rms_norm_eps).contiguous(), head_);
