@@ -391,6 +391,25 @@ TEST(EngineCore, StopTokensStopStringsAndLengthCap) {
   EXPECT_EQ(out.token_ids, std::vector<int32_t>(ref.begin(), ref.begin() + 3));
   EXPECT_EQ(out.text, "<" + std::to_string(ref[0]) + "><");
 
+  // Late in a long output (the check decodes only a window of recent tokens).
+  const auto long_ref = reference_greedy(*model, prompt, 30);
+  r = greedy_request("late", prompt, 30);
+  const std::string late = std::to_string(long_ref[20]) + "><" + std::to_string(long_ref[21]) + ">";
+  r.params.stop = {late};
+  out = engine.generate({r})[0].samples[0];
+  std::string spelled;
+  size_t expect_len = 0;
+  for (size_t i = 0; i < long_ref.size(); ++i) {
+    spelled += "<" + std::to_string(long_ref[i]) + ">";
+    if (spelled.find(late) != std::string::npos) {
+      expect_len = i + 1;
+      break;
+    }
+  }
+  ASSERT_GT(expect_len, 0u);
+  EXPECT_EQ(out.token_ids.size(), expect_len);
+  EXPECT_EQ(out.finish_reason, FinishReason::stop);
+
   // max_new_tokens is capped at max_model_len - prompt length.
   out = engine.generate({greedy_request("cap", random_tokens(60, 16), 50)})[0].samples[0];
   EXPECT_EQ(out.token_ids.size(), 4u);

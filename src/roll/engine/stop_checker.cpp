@@ -17,9 +17,15 @@ std::optional<StopDecision> check_stop(const Sequence& seq, const SamplingParams
   if (std::find(p.stop_token_ids.begin(), p.stop_token_ids.end(), last) != p.stop_token_ids.end())
     return StopDecision{FinishReason::stop, ""};
   if (!p.stop.empty() && detokenize) {
-    // The whole output is searched: a stop string may span tokens, and a match before the
-    // newest token would already have stopped the sequence.
-    const std::string text = detokenize(generated(seq));
+    // A new match must end in the newest token (an older one would have stopped the sequence),
+    // and a stop string of L bytes spans at most L byte-level tokens: decoding the last L tokens
+    // (and a few more, so a UTF-8 character cut at the window's start cannot hide a match) keeps
+    // each step's cost independent of the output length.
+    size_t longest = 0;
+    for (const auto& s : p.stop) longest = std::max(longest, s.size());
+    auto out = generated(seq);
+    const size_t window = std::min(out.size(), longest + 4);
+    const std::string text = detokenize(out.subspan(out.size() - window));
     for (const auto& s : p.stop)
       if (text.find(s) != std::string::npos) return StopDecision{FinishReason::stop, s};
   }
