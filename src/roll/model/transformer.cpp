@@ -261,7 +261,9 @@ int64_t Transformer::num_parameters() const {
 
 at::Tensor Transformer::run_layers(at::Tensor x, const at::Tensor& mask, const at::Tensor& cos, const at::Tensor& sin,
                                    bool gradient_checkpointing) const {
-  for (const auto& L : *layers_) {
+  for (size_t i = 0; i < layers_->size(); ++i) {
+    const Layer& L = (*layers_)[i];
+    if (hooks_) hooks_->before_layer(static_cast<int64_t>(i));
     if (gradient_checkpointing && at::GradMode::is_enabled()) {
       const ModelConfig& c = config_;
       auto params = L.all();
@@ -270,6 +272,7 @@ at::Tensor Transformer::run_layers(at::Tensor x, const at::Tensor& mask, const a
     } else {
       x = layer_forward(L, config_, x, mask, cos, sin);
     }
+    if (hooks_) hooks_->after_layer(static_cast<int64_t>(i), x);
   }
   return x;
 }

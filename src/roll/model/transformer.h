@@ -23,6 +23,16 @@ class AttentionBackend {
   virtual at::Tensor attend(int64_t layer, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) = 0;
 };
 
+// Sees each decoder layer run in hidden_states/token_log_probs/values (not in forward_tokens).
+// A ZeRO-3 training strategy gathers a layer's sharded weights in before_layer and releases them
+// in after_layer, where it may also register a backward hook on the layer's output.
+class LayerHooks {
+ public:
+  virtual ~LayerHooks() = default;
+  virtual void before_layer(int64_t layer) = 0;
+  virtual void after_layer(int64_t layer, const at::Tensor& output) = 0;
+};
+
 struct TokenLogProbs {
   at::Tensor log_probs;  // [B, T-1] fp32: log p(input_ids[:, t+1] | ...)
   at::Tensor entropy;    // [B, T-1] fp32 (undefined unless requested)
@@ -72,6 +82,9 @@ class Transformer {
   // LM head over hidden rows: [N, hidden] -> [N, vocab] fp32.
   at::Tensor lm_head(const at::Tensor& hidden) const;
 
+  // Installs (or, with nullptr, removes) the layer hooks; the caller keeps them alive.
+  void set_layer_hooks(LayerHooks* hooks) { hooks_ = hooks; }
+
   // Writes config.json and the weights (sharded above `max_shard_bytes`) into `dir`.
   void save(const std::string& dir, uint64_t max_shard_bytes = 2ull << 30) const;
 
@@ -89,6 +102,7 @@ class Transformer {
   NamedTensors params_;
   std::shared_ptr<std::vector<Layer>> layers_;
   at::Tensor embed_, norm_, head_, score_w_, score_b_;
+  LayerHooks* hooks_ = nullptr;
 };
 
 }  // namespace roll::model

@@ -1,0 +1,78 @@
+// The optimizer step: finish the reductions, global grad norm, clip, update, re-share weights.
+#include <ATen/ATen.h>
+
+#include <cmath>
+
+#include "roll/train/strategy_impl.h"
+
+namespace roll::train {
+
+void TrainStrategy::Impl::sync_params_from_master() {
+  at::NoGradGuard no_grad;
+  std::vector<comm::Work> gathers;
+  std::vector<at::Tensor> keep;
+  for (size_t u = 0; u < units.size(); ++u) {
+    UnitState& us = units[u];
+    at::Tensor own = own_params(u);
+    if (!us.master_aliases) own.copy_(us.master);  // fp32 master -> bf16 weights
+    if ((stage == 1 || stage == 2) && params_pg) {
+      // Every rank updated its own chunk; gather the chunks back into the full weights. The input
+      // is copied because it lives inside the output buffer.
+      keep.push_back(own.clone());
+      gathers.push_back(params_pg->all_gather_async(keep.back(), us.full));
+    }
+  }
+  for (comm::Work& w : gathers) w.wait();
+}
+
+StepStats TrainStrategy::step() {
+  Impl& s = *impl_;
+  at::NoGradGuard no_grad;
+  StepStats st;
+  st.micro_batches = s.micro_done;
+  // Stages 0/1 reduce once per step, in the last announced micro-batch; if fewer ran, now.
+  if (s.stage <= 1 && !s.reduced_this_step) {
+    for (UnitState& us : s.units) us.launched = false;
+    for (size_t u : s.layout.reduce_order) s.launch(u);
+  }
+  s.wait_all();
+
+  // Total L2 norm (torch.nn.utils.clip_grad_norm_): per-buffer fp32 norms summed in double. At
+  // stages 0/1 every rank holds the whole reduced gradient; from stage 2 each holds a chunk.
+  double sq = 0.0;
+  for (size_t u = 0; u < s.units.size(); ++u) {
+    const at::Tensor g = s.stage <= 1 ? s.units[u].grad : s.own_grad(u);
+    const double n = g.norm().item<double>();
+    sq += n * n;
+  }
+  if (s.stage >= 2 && s.grads_pg) {
+    at::Tensor t = at::full({1}, sq, at::TensorOptions().dtype(at::kDouble));
+    s.grads_pg->all_reduce(t);
+    sq = t.item<double>();
+  }
+  st.grad_norm = std::sqrt(sq);
+  st.lr = s.schedule.lr(s.global_step);
+  st.skipped = !std::isfinite(st.grad_norm);
+  if (!st.skipped) {
+    if (s.opt.max_grad_norm > 0) {
+      const double coef = std::min(1.0, s.opt.max_grad_norm / (st.grad_norm + 1e-6));
+      if (coef < 1.0)
+        for (size_t u = 0; u < s.units.size(); ++u) s.own_grad(u).mul_(coef);
+    }
+    ++s.optimizer_steps;
+    for (size_t u = 0; u < s.units.size(); ++u) {
+      at::Tensor g = s.own_grad(u);
+      optimizer_update(s.hyper, s.units[u].master, g, s.units[u].slot, st.lr, s.optimizer_steps);
+    }
+    s.sync_params_from_master();
+  }
+  for (UnitState& us : s.units) us.grad.zero_();
+  ++s.global_step;
+  s.micro_done = 0;
+  s.micro_expected = s.opt.gradient_accumulation_steps;
+  s.reduced_this_step = false;
+  st.step = s.global_step;
+  return st;
+}
+
+}  // namespace roll::train
