@@ -6,7 +6,9 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <sys/file.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -25,14 +27,32 @@ using namespace roll::reward;
 
 namespace {
 
+// The tests use their own uid range, held for the whole test through a lock file, so that sandbox
+// runs of other processes (another test binary under ctest -j) never show up in the checks below.
+SandboxOptions test_options() {
+  SandboxOptions o;
+  o.uid_base = 1900000900;
+  o.uid_count = 8;
+  return o;
+}
+
 class RewardSandboxTest : public ::testing::Test {
  protected:
   void SetUp() override {
     const std::string reason = Sandbox::unavailable_reason(options_);
     if (!reason.empty()) GTEST_SKIP() << "sandbox unavailable: " << reason;
+    ::mkdir(options_.lock_dir.c_str(), 0700);
+    const std::string lock = options_.lock_dir + "/test-range-" + std::to_string(options_.uid_base) + ".lock";
+    range_lock_ = ::open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    ASSERT_GE(range_lock_, 0) << lock;
+    ASSERT_EQ(::flock(range_lock_, LOCK_EX), 0);
   }
   void TearDown() override {
-    if (!Sandbox::unavailable_reason(options_).empty()) return;
+    if (range_lock_ < 0) return;
+    check_range_is_empty();
+    ::close(range_lock_);
+  }
+  void check_range_is_empty() {
     // The machine is unharmed: nothing runs as any sandbox uid any more.
     EXPECT_TRUE(Sandbox::processes_of_uid(options_.uid_base, options_.uid_count).empty())
         << "a process of a sandbox uid survived";
@@ -43,7 +63,8 @@ class RewardSandboxTest : public ::testing::Test {
     EXPECT_TRUE(r.ok()) << r.error << r.stderr_data;
     EXPECT_EQ(r.stdout_data, "42\n");
   }
-  SandboxOptions options_;
+  SandboxOptions options_ = test_options();
+  int range_lock_ = -1;
 };
 
 // A Python program printing one "key=value" line per fact; parsed into a map.

@@ -557,7 +557,15 @@ SandboxResult Sandbox::run(const SandboxRequest& req) const {
       wait_ms = static_cast<int>(std::clamp((req.timeout_s - now) * 1000.0 + 1.0, 1.0, 200.0));
     if (pidfd.get() < 0 && !exited) wait_ms = std::min(wait_ms, 10);
     int pr = ::poll(fds, static_cast<nfds_t>(nfds), wait_ms);
-    if (pr < 0 && errno != EINTR) break;
+    if (pr < 0 && errno != EINTR) {  // cannot watch it any more: end it rather than guess
+      r.error = fmt::format("poll: {}", std::strerror(errno));
+      r.killed = true;
+      ::kill(-pid, SIGKILL);
+      ::waitpid(pid, &status, 0);
+      exited = true;
+      r.wall_seconds = seconds_since(t0);
+      break;
+    }
     if (pr <= 0) continue;
 
     for (int k = 0; k < 2; ++k) {
