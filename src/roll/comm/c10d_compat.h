@@ -7,7 +7,7 @@
 // c10d::Backend, and the Gloo/NCCL classes derive from Backend. We always talk to exactly one
 // backend object, so `Backend` below names whichever class carries the collectives; the collective
 // signatures (vector<Tensor>&, options structs) are the same in both. Unverified on 2.x until a
-// CUDA build checks it (docs/known-gaps.md).
+// CUDA build checks it (docs/training.md, "Not yet").
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
