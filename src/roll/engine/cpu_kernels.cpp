@@ -72,35 +72,46 @@ AVX2 void axpy_avx2(float* y, float a, const T* x, int64_t n) {
   for (; i < n; ++i) y[i] += a * load1(x + i);
 }
 
-// MB rows of x against NB rows of w: MB * NB accumulators stay in registers.
-template <int MB, int NB, typename T>
-AVX2 void block_avx2(const float* x, int64_t K, const T* w, int64_t j, float* y, int64_t ldy) {
-  __m256 acc[MB][NB];
+// One weight row against MB rows of x, two accumulation chains per x row (MB = 1 uses four).
+// Weight rows are walked one after another, so the weights stream through memory front to back:
+// hardware prefetchers follow one long stream far better than many short interleaved ones.
+template <int MB, typename T>
+AVX2 void row_avx2(const float* x, int64_t K, const T* wr, float* y, int64_t ldy) {
+  constexpr int C = MB == 1 ? 4 : 2;  // chains per x row
+  __m256 acc[MB][C];
+#pragma GCC unroll 8
   for (int m = 0; m < MB; ++m)
-    for (int r = 0; r < NB; ++r) acc[m][r] = _mm256_setzero_ps();
+#pragma GCC unroll 4
+    for (int c = 0; c < C; ++c) acc[m][c] = _mm256_setzero_ps();
   int64_t k = 0;
-  for (; k + 8 <= K; k += 8) {
-    __m256 wv[NB];
-    for (int r = 0; r < NB; ++r) wv[r] = load8(w + (j + r) * K + k);
-    for (int m = 0; m < MB; ++m) {
-      const __m256 xv = _mm256_loadu_ps(x + m * K + k);
-      for (int r = 0; r < NB; ++r) acc[m][r] = _mm256_fmadd_ps(wv[r], xv, acc[m][r]);
-    }
+  for (; k + 8 * C <= K; k += 8 * C) {
+    __m256 wv[C];
+#pragma GCC unroll 4
+    for (int c = 0; c < C; ++c) wv[c] = load8(wr + k + 8 * c);
+#pragma GCC unroll 8
+    for (int m = 0; m < MB; ++m)
+#pragma GCC unroll 4
+      for (int c = 0; c < C; ++c) acc[m][c] = _mm256_fmadd_ps(wv[c], _mm256_loadu_ps(x + m * K + k + 8 * c), acc[m][c]);
   }
-  for (int m = 0; m < MB; ++m)
-    for (int r = 0; r < NB; ++r) {
-      float s = hsum(acc[m][r]);
-      for (int64_t kk = k; kk < K; ++kk) s += x[m * K + kk] * load1(w + (j + r) * K + kk);
-      y[m * ldy + j + r] = s;
-    }
+  for (; k + 8 <= K; k += 8) {
+    const __m256 wv = load8(wr + k);
+#pragma GCC unroll 8
+    for (int m = 0; m < MB; ++m) acc[m][0] = _mm256_fmadd_ps(wv, _mm256_loadu_ps(x + m * K + k), acc[m][0]);
+  }
+#pragma GCC unroll 8
+  for (int m = 0; m < MB; ++m) {
+    __m256 t = acc[m][0];
+#pragma GCC unroll 4
+    for (int c = 1; c < C; ++c) t = _mm256_add_ps(t, acc[m][c]);
+    float s = hsum(t);
+    for (int64_t kk = k; kk < K; ++kk) s += x[m * K + kk] * load1(wr + kk);
+    y[m * ldy] = s;
+  }
 }
 
 template <int MB, typename T>
 AVX2 void rows_avx2(const float* x, int64_t K, const T* w, int64_t n0, int64_t n1, float* y, int64_t ldy) {
-  constexpr int NB = MB <= 2 ? 4 : 2;
-  int64_t j = n0;
-  for (; j + NB <= n1; j += NB) block_avx2<MB, NB>(x, K, w, j, y, ldy);
-  for (; j < n1; ++j) block_avx2<MB, 1>(x, K, w, j, y, ldy);
+  for (int64_t j = n0; j < n1; ++j) row_avx2<MB>(x, K, w + j * K, y + j, ldy);
 }
 
 template <typename T>

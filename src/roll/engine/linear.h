@@ -11,7 +11,7 @@ namespace roll::engine {
 // x [M, K] fp32 contiguous, w [N, K] fp32/bf16 contiguous, b [N] or undefined -> [M, N] fp32.
 at::Tensor linear(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b = {});
 
-// Rows of x at or below which the weight-streaming kernel is used (tunable for benchmarks).
-int64_t& linear_small_m_threshold();
+// Rows of x at or below which the weight-streaming kernel is used, per weight dtype (tunable).
+int64_t& linear_small_m_threshold(at::ScalarType weight_dtype);
 
 }  // namespace roll::engine
