@@ -10,6 +10,9 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <sys/wait.h>
+#include <spawn.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -36,16 +39,25 @@ SandboxOptions test_options() {
   return o;
 }
 
+// Exclusive use of the test uid range (blocks while another test process holds it).
+int lock_test_range(const SandboxOptions& o) {
+  ::mkdir(o.lock_dir.c_str(), 0700);
+  const std::string lock = o.lock_dir + "/test-range-" + std::to_string(o.uid_base) + ".lock";
+  int fd = ::open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (fd >= 0 && ::flock(fd, LOCK_EX) != 0) {
+    ::close(fd);
+    fd = -1;
+  }
+  return fd;
+}
+
 class RewardSandboxTest : public ::testing::Test {
  protected:
   void SetUp() override {
     const std::string reason = Sandbox::unavailable_reason(options_);
     if (!reason.empty()) GTEST_SKIP() << "sandbox unavailable: " << reason;
-    ::mkdir(options_.lock_dir.c_str(), 0700);
-    const std::string lock = options_.lock_dir + "/test-range-" + std::to_string(options_.uid_base) + ".lock";
-    range_lock_ = ::open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-    ASSERT_GE(range_lock_, 0) << lock;
-    ASSERT_EQ(::flock(range_lock_, LOCK_EX), 0);
+    range_lock_ = lock_test_range(options_);
+    ASSERT_GE(range_lock_, 0);
   }
   void TearDown() override {
     if (range_lock_ < 0) return;
@@ -398,6 +410,46 @@ TEST_F(RewardSandboxTest, DetachedChildDiesWithTheJail) {
   EXPECT_EQ(r.stdout_data, "parent done\n");
   EXPECT_LT(r.wall_seconds, 5.0);
   EXPECT_TRUE(Sandbox::processes_of_uid(r.uid).empty());
+}
+
+// The worker that owns a jail dies (SIGKILL, no cleanup of ours runs): bwrap's --die-with-parent
+// chain ends the program too. The owner is this test binary started again in a child role.
+TEST(RewardSandboxOwner, JailDiesWithItsOwner) {
+  const SandboxOptions o = test_options();
+  if (std::getenv("ROLL_SANDBOX_TEST_OWNER")) {  // child role: run a long jail until killed
+    Sandbox(o).run_python("import time\ntime.sleep(60)\n", "", 60);
+    std::_Exit(0);
+  }
+  const std::string reason = Sandbox::unavailable_reason(o);
+  if (!reason.empty()) GTEST_SKIP() << "sandbox unavailable: " << reason;
+  const int range_lock = lock_test_range(o);
+  ASSERT_GE(range_lock, 0);
+  std::vector<std::string> args = {"/proc/self/exe", "--gtest_filter=RewardSandboxOwner.JailDiesWithItsOwner"};
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  char env0[] = "ROLL_SANDBOX_TEST_OWNER=1";
+  char* envp[] = {env0, nullptr};
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+  pid_t owner = -1;
+  ASSERT_EQ(::posix_spawn(&owner, "/proc/self/exe", &fa, nullptr, argv.data(), envp), 0);
+  posix_spawn_file_actions_destroy(&fa);
+  auto wait_for = [&](bool want_running, double seconds) {
+    const auto t0 = std::chrono::steady_clock::now();
+    while (std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() < seconds) {
+      if (Sandbox::processes_of_uid(o.uid_base, o.uid_count).empty() != want_running) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return false;
+  };
+  EXPECT_TRUE(wait_for(true, 10)) << "the owner never started its jail";
+  ::kill(owner, SIGKILL);
+  ::waitpid(owner, nullptr, 0);
+  EXPECT_TRUE(wait_for(false, 5)) << "the jail outlived its owner";
+  ::close(range_lock);
 }
 
 TEST_F(RewardSandboxTest, TenGigabyteAllocationIsStoppedAndScoredZero) {
