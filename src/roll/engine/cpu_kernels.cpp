@@ -2,6 +2,8 @@
 
 #include <immintrin.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 
 namespace roll::engine::kernels {
@@ -139,6 +141,62 @@ bool detect_avx2() {
 }
 const bool kAvx2 = detect_avx2();
 
+// exp(x) for 8 floats: Cephes' expf (range reduction by ln 2 in two parts, degree-5 polynomial),
+// relative error ~1e-7; inputs below -87.3 give 0.
+AVX2 inline __m256 exp8(__m256 x) {
+  const __m256 lo = _mm256_set1_ps(-87.33654f), hi = _mm256_set1_ps(88.3762626647949f);
+  const __m256 tiny = _mm256_cmp_ps(x, lo, _CMP_LT_OQ);
+  x = _mm256_max_ps(_mm256_min_ps(x, hi), lo);
+  __m256 fx = _mm256_fmadd_ps(x, _mm256_set1_ps(1.44269504088896341f), _mm256_set1_ps(0.5f));
+  fx = _mm256_floor_ps(fx);
+  x = _mm256_fnmadd_ps(fx, _mm256_set1_ps(0.693359375f), x);
+  x = _mm256_fnmadd_ps(fx, _mm256_set1_ps(-2.12194440e-4f), x);
+  __m256 y = _mm256_set1_ps(1.9875691500E-4f);
+  y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(1.3981999507E-3f));
+  y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(8.3334519073E-3f));
+  y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(4.1665795894E-2f));
+  y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(1.6666665459E-1f));
+  y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(5.0000001201E-1f));
+  y = _mm256_fmadd_ps(y, _mm256_mul_ps(x, x), _mm256_add_ps(x, _mm256_set1_ps(1.0f)));
+  const __m256i pow2n = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvttps_epi32(fx), _mm256_set1_epi32(127)), 23);
+  return _mm256_andnot_ps(tiny, _mm256_mul_ps(y, _mm256_castsi256_ps(pow2n)));
+}
+
+AVX2 float max_avx2(const float* x, int64_t n) {
+  __m256 m0 = _mm256_set1_ps(-INFINITY), m1 = m0;
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    m0 = _mm256_max_ps(m0, _mm256_loadu_ps(x + i));
+    m1 = _mm256_max_ps(m1, _mm256_loadu_ps(x + i + 8));
+  }
+  float out[8];
+  _mm256_storeu_ps(out, _mm256_max_ps(m0, m1));
+  float m = *std::max_element(out, out + 8);
+  for (; i < n; ++i) m = std::max(m, x[i]);
+  return m;
+}
+
+AVX2 double sum_exp_avx2(const float* x, int64_t n, float shift, float scale, float* out) {
+  const __m256 sh = _mm256_set1_ps(shift), sc = _mm256_set1_ps(scale);
+  __m256d a0 = _mm256_setzero_pd(), a1 = a0;
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 e = exp8(_mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(x + i), sh), sc));
+    if (out) _mm256_storeu_ps(out + i, e);
+    a0 = _mm256_add_pd(a0, _mm256_cvtps_pd(_mm256_castps256_ps128(e)));
+    a1 = _mm256_add_pd(a1, _mm256_cvtps_pd(_mm256_extractf128_ps(e, 1)));
+  }
+  double lanes[4];
+  _mm256_storeu_pd(lanes, _mm256_add_pd(a0, a1));
+  double s = lanes[0] + lanes[1] + lanes[2] + lanes[3];
+  for (; i < n; ++i) {
+    const float e = std::exp((x[i] - shift) * scale);
+    if (out) out[i] = e;
+    s += e;
+  }
+  return s;
+}
+
 }  // namespace
 
 bool have_avx2() { return kAvx2; }
@@ -151,6 +209,26 @@ void axpy(float* y, float a, const uint16_t* x, int64_t n) { kAvx2 ? axpy_avx2(y
 void bf16_to_float(const uint16_t* src, float* dst, int64_t n) {
   if (kAvx2) return bf16_to_float_avx2(src, dst, n);
   for (int64_t i = 0; i < n; ++i) dst[i] = bf16(src[i]);
+}
+
+float max_of(const float* x, int64_t n) { return kAvx2 ? max_avx2(x, n) : *std::max_element(x, x + n); }
+
+int64_t argmax_of(const float* x, int64_t n) {
+  const float m = max_of(x, n);
+  for (int64_t i = 0; i < n; ++i)
+    if (x[i] == m) return i;
+  return std::max_element(x, x + n) - x;  // NaN rows
+}
+
+double sum_exp(const float* x, int64_t n, float shift, float scale, float* out) {
+  if (kAvx2) return sum_exp_avx2(x, n, shift, scale, out);
+  double s = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const float e = std::exp((x[i] - shift) * scale);
+    if (out) out[i] = e;
+    s += e;
+  }
+  return s;
 }
 
 void matmul_wt(const float* x, int64_t M, int64_t K, const float* w, int64_t n0, int64_t n1, float* y, int64_t ldy) {

@@ -15,6 +15,13 @@ void axpy(float* y, float a, const float* x, int64_t n);  // y += a * x
 void axpy(float* y, float a, const uint16_t* x_bf16, int64_t n);
 void bf16_to_float(const uint16_t* src, float* dst, int64_t n);
 
+// Row reductions of the sampler over a vocabulary-sized row.
+float max_of(const float* x, int64_t n);
+int64_t argmax_of(const float* x, int64_t n);  // first index of the maximum
+// sum_i exp((x[i] - shift) * scale), accumulated in double per lane; `out` (optional) receives
+// the terms. exp is a Cephes-style polynomial (relative error ~1e-7) under AVX2.
+double sum_exp(const float* x, int64_t n, float shift, float scale, float* out = nullptr);
+
 // y[m * ldy + j] = sum_k x[m * K + k] * w[j * K + k] for m < M and rows j in [n0, n1) of w.
 // Reads each weight row once for all M rows of x: for M up to ~16 this is bound by weight
 // bandwidth, which is what decode is.

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <deque>
 #include <map>
 #include <unordered_map>
@@ -200,6 +201,14 @@ struct EngineCore::Impl {
   StepStats step() {
     if (asleep) throw Error("the engine is asleep (KV cache released): call wake() before stepping");
     StepStats stats;
+    using Clock = std::chrono::steady_clock;
+    auto t0 = Clock::now();
+    auto lap = [&t0] {
+      const auto now = Clock::now();
+      const double s = std::chrono::duration<double>(now - t0).count();
+      t0 = now;
+      return s;
+    };
     const size_t finished_before = finished.size();
     SchedulerOutput so = scheduler->schedule();
     stats.num_preempted = so.num_preempted;
@@ -240,6 +249,7 @@ struct EngineCore::Impl {
     }
     meta.slots = slots;
 
+    stats.schedule_s = lap();
     at::Tensor logits;
     {
       at::NoGradGuard no_grad;
@@ -247,6 +257,7 @@ struct EngineCore::Impl {
       logits = runner.forward(tokens, positions, *attention, at::tensor(sample_rows, at::kLong));
       attention->set_step(nullptr);
     }
+    stats.forward_s = lap();
     for (const auto& c : so.chunks) {
       c.seq->num_computed += c.num_tokens;
       kv->cache_computed(c.seq->id, std::span<const int32_t>(c.seq->tokens), c.seq->num_computed);
@@ -291,6 +302,7 @@ struct EngineCore::Impl {
         if (!requests.count(key)) break;  // its last sample finished: `st` is gone
       }
     }
+    stats.sample_s = lap();
     stats.num_tokens = so.num_tokens;
     stats.num_finished = static_cast<int64_t>(finished.size() - finished_before);
     stats.num_running = static_cast<int64_t>(scheduler->num_running());

@@ -31,6 +31,9 @@ struct StepStats {
   int64_t num_waiting = 0;
   int64_t num_preempted = 0;
   int64_t num_finished = 0;     // requests that finished in this step
+  double schedule_s = 0;        // wall time: scheduling and batch building,
+  double forward_s = 0;         //   the model forward (attention included),
+  double sample_s = 0;          //   sampling and output processing
 };
 
 class EngineCore {

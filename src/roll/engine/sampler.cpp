@@ -1,5 +1,7 @@
 #include "roll/engine/sampler.h"
 
+#include "roll/engine/cpu_kernels.h"
+
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 
@@ -20,15 +22,13 @@ uint64_t mix(uint64_t x) {
 }
 
 struct Scratch {
-  std::vector<float> work;
+  std::vector<float> work, terms;
   std::vector<uint8_t> seen;
   std::vector<int32_t> idx;
   std::vector<double> prob;
 };
 
-int32_t argmax(const float* x, int64_t n) {
-  return static_cast<int32_t>(std::max_element(x, x + n) - x);  // first of equal maxima
-}
+int32_t argmax(const float* x, int64_t n) { return static_cast<int32_t>(kernels::argmax_of(x, n)); }
 
 // Indices of the k largest values, largest first (lower index first among equals).
 void top_k(const float* x, int64_t n, int64_t k, std::vector<int32_t>& out) {
@@ -70,14 +70,14 @@ int32_t draw(const std::vector<int32_t>& idx, const std::vector<double>& prob, s
 
 int32_t sample_row(const float* w, int64_t V, const SamplingParams& p, double u, Scratch& s) {
   const double inv_t = 1.0 / p.temperature;
-  const float wmax = *std::max_element(w, w + V);
+  const float wmax = kernels::max_of(w, V);
+  const float scale = static_cast<float>(inv_t);
   const bool use_top_k = p.top_k > 0 && p.top_k < V;
   if (use_top_k || p.top_p < 1.0) {
     // Candidates largest first: the top-k, or for top-p alone a prefix that holds the nucleus.
     int64_t k = use_top_k ? p.top_k : std::min<int64_t>(V, 1024);
     double full_mass = 0;
-    if (!use_top_k)
-      for (int64_t i = 0; i < V; ++i) full_mass += std::exp((w[i] - wmax) * inv_t);
+    if (!use_top_k) full_mass = kernels::sum_exp(w, V, wmax, scale);
     top_k(w, V, k, s.idx);
     s.prob.resize(s.idx.size());
     double mass = 0;
@@ -99,13 +99,12 @@ int32_t sample_row(const float* w, int64_t V, const SamplingParams& p, double u,
     return draw(s.idx, s.prob, keep, u);
   }
   // Whole vocabulary: inverse CDF in index order.
-  s.prob.resize(V);
-  double total = 0;
-  for (int64_t i = 0; i < V; ++i) total += s.prob[i] = std::exp((w[i] - wmax) * inv_t);
+  s.terms.resize(V);
+  const double total = kernels::sum_exp(w, V, wmax, scale, s.terms.data());
   const double target = u * total;
   double acc = 0;
   for (int64_t i = 0; i < V; ++i) {
-    acc += s.prob[i];
+    acc += s.terms[i];
     if (target < acc) return static_cast<int32_t>(i);
   }
   return argmax(w, V);
@@ -123,8 +122,16 @@ std::vector<SampledToken> sample_tokens(const at::Tensor& logits, std::span<cons
   if (specs.empty()) return out;
   const int64_t V = logits.size(1);
   const float* base = logits.data_ptr<float>();
-  at::Tensor lse_t = at::logsumexp(logits, 1);  // raw log-probs: logit - logsumexp(logits)
-  const float* lse = lse_t.data_ptr<float>();
+  // Raw log-probs: logit - logsumexp(logits), one fused pass per row.
+  const int64_t R = logits.size(0);
+  std::vector<float> lse(R);
+  at::parallel_for(0, R, 4, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const float* row = base + r * V;
+      const float m = kernels::max_of(row, V);
+      lse[r] = m + static_cast<float>(std::log(kernels::sum_exp(row, V, m, 1.0f)));
+    }
+  });
   std::atomic<int64_t> next{0};
   const int64_t workers = std::min<int64_t>(at::get_num_threads(), static_cast<int64_t>(specs.size()));
   at::parallel_for(0, workers, 1, [&](int64_t, int64_t) {
