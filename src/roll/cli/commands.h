@@ -10,6 +10,7 @@ namespace roll::cli {
 void register_validate(CLI::App& app);
 void register_defaults(CLI::App& app);
 void register_model(CLI::App& app);
+void register_generate(CLI::App& app);
 
 void set_exit_code(int code);
 int exit_code();

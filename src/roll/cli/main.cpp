@@ -13,6 +13,7 @@ int main(int argc, char** argv) {
   roll::cli::register_validate(app);
   roll::cli::register_defaults(app);
   roll::cli::register_model(app);
+  roll::cli::register_generate(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
