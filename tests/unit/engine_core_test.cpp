@@ -125,9 +125,14 @@ TEST_P(EngineCoreGreedy, TokenIdenticalToPlainForward) {
     EXPECT_EQ(o.samples[0].logprobs.size(), static_cast<size_t>(max_new));
   }
   const KvCacheStats st = engine.cache_stats();
-  if (gc.prefix_caching) EXPECT_GT(st.prefix_hit_tokens, 0) << gc.name;
-  else EXPECT_EQ(st.prefix_hit_tokens, 0) << gc.name;
-  if (gc.expect_preemption) EXPECT_GT(engine.num_preemptions(), 0) << gc.name;
+  if (gc.prefix_caching) {
+    EXPECT_GT(st.prefix_hit_tokens, 0) << gc.name;
+  } else {
+    EXPECT_EQ(st.prefix_hit_tokens, 0) << gc.name;
+  }
+  if (gc.expect_preemption) {
+    EXPECT_GT(engine.num_preemptions(), 0) << gc.name;
+  }
   EXPECT_EQ(st.free_blocks, st.num_blocks) << "every block is released at the end";
 }
 

@@ -129,6 +129,54 @@ AVX2 void matmul_avx2(const float* x, int64_t M, int64_t K, const T* w, int64_t 
   }
 }
 
+// Eight horizontal sums at once: lane i of the result is the sum of the lanes of v[i].
+AVX2 inline __m256 hsum8(const __m256* v) {
+  const __m256 a = _mm256_hadd_ps(v[0], v[1]), b = _mm256_hadd_ps(v[2], v[3]);
+  const __m256 c = _mm256_hadd_ps(v[4], v[5]), d = _mm256_hadd_ps(v[6], v[7]);
+  const __m256 ab = _mm256_hadd_ps(a, b), cd = _mm256_hadd_ps(c, d);
+  // ab = [s0 s1 s2 s3 | s0' s1' s2' s3'] (low and high 128-bit halves of rows 0-3), same for cd.
+  const __m256 lo = _mm256_permute2f128_ps(ab, cd, 0x20), hi = _mm256_permute2f128_ps(ab, cd, 0x31);
+  return _mm256_add_ps(lo, hi);
+}
+
+template <typename T>
+AVX2 void dots_avx2(const float* q, const T* k, int64_t stride, int64_t n, int64_t D, float* scores) {
+  int64_t t = 0;
+  if (D % 8 == 0) {
+    for (; t + 8 <= n; t += 8) {
+      __m256 acc[8];
+#pragma GCC unroll 8
+      for (int i = 0; i < 8; ++i) acc[i] = _mm256_setzero_ps();
+      for (int64_t d = 0; d < D; d += 8) {
+        const __m256 qv = _mm256_loadu_ps(q + d);
+#pragma GCC unroll 8
+        for (int i = 0; i < 8; ++i) acc[i] = _mm256_fmadd_ps(qv, load8(k + (t + i) * stride + d), acc[i]);
+      }
+      _mm256_storeu_ps(scores + t, hsum8(acc));
+    }
+  }
+  for (; t < n; ++t) scores[t] = dot_avx2(q, k + t * stride, D);
+}
+
+template <typename T>
+AVX2 void weighted_sum_avx2(float* acc, const float* p, const T* v, int64_t stride, int64_t n, int64_t D) {
+  int64_t d0 = 0;
+  for (; d0 + 64 <= D; d0 += 64) {  // 64 columns: eight accumulators in registers over all rows
+    __m256 a[8];
+#pragma GCC unroll 8
+    for (int i = 0; i < 8; ++i) a[i] = _mm256_loadu_ps(acc + d0 + 8 * i);
+    for (int64_t t = 0; t < n; ++t) {
+      const __m256 pt = _mm256_set1_ps(p[t]);
+#pragma GCC unroll 8
+      for (int i = 0; i < 8; ++i) a[i] = _mm256_fmadd_ps(pt, load8(v + t * stride + d0 + 8 * i), a[i]);
+    }
+#pragma GCC unroll 8
+    for (int i = 0; i < 8; ++i) _mm256_storeu_ps(acc + d0 + 8 * i, a[i]);
+  }
+  if (d0 < D)
+    for (int64_t t = 0; t < n; ++t) axpy_avx2(acc + d0, p[t], v + t * stride + d0, D - d0);
+}
+
 AVX2 void bf16_to_float_avx2(const uint16_t* src, float* dst, int64_t n) {
   int64_t i = 0;
   for (; i + 8 <= n; i += 8) _mm256_storeu_ps(dst + i, load8(src + i));
@@ -205,6 +253,23 @@ float dot(const float* a, const float* b, int64_t n) { return kAvx2 ? dot_avx2(a
 float dot(const float* a, const uint16_t* b, int64_t n) { return kAvx2 ? dot_avx2(a, b, n) : dot_ref(a, b, n); }
 void axpy(float* y, float a, const float* x, int64_t n) { kAvx2 ? axpy_avx2(y, a, x, n) : axpy_ref(y, a, x, n); }
 void axpy(float* y, float a, const uint16_t* x, int64_t n) { kAvx2 ? axpy_avx2(y, a, x, n) : axpy_ref(y, a, x, n); }
+
+void dots(const float* q, const float* k, int64_t stride, int64_t n, int64_t D, float* scores) {
+  if (kAvx2) return dots_avx2(q, k, stride, n, D, scores);
+  for (int64_t t = 0; t < n; ++t) scores[t] = dot_ref(q, k + t * stride, D);
+}
+void dots(const float* q, const uint16_t* k, int64_t stride, int64_t n, int64_t D, float* scores) {
+  if (kAvx2) return dots_avx2(q, k, stride, n, D, scores);
+  for (int64_t t = 0; t < n; ++t) scores[t] = dot_ref(q, k + t * stride, D);
+}
+void weighted_sum(float* acc, const float* p, const float* v, int64_t stride, int64_t n, int64_t D) {
+  if (kAvx2) return weighted_sum_avx2(acc, p, v, stride, n, D);
+  for (int64_t t = 0; t < n; ++t) axpy_ref(acc, p[t], v + t * stride, D);
+}
+void weighted_sum(float* acc, const float* p, const uint16_t* v, int64_t stride, int64_t n, int64_t D) {
+  if (kAvx2) return weighted_sum_avx2(acc, p, v, stride, n, D);
+  for (int64_t t = 0; t < n; ++t) axpy_ref(acc, p[t], v + t * stride, D);
+}
 
 void bf16_to_float(const uint16_t* src, float* dst, int64_t n) {
   if (kAvx2) return bf16_to_float_avx2(src, dst, n);

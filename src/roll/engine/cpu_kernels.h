@@ -15,6 +15,13 @@ void axpy(float* y, float a, const float* x, int64_t n);  // y += a * x
 void axpy(float* y, float a, const uint16_t* x_bf16, int64_t n);
 void bf16_to_float(const uint16_t* src, float* dst, int64_t n);
 
+// Attention inner loops over n cache rows `stride` elements apart (one block of one kv head):
+// scores[t] = q . k_t, and acc += sum_t p[t] v_t (acc stays in registers across the rows).
+void dots(const float* q, const float* k, int64_t stride, int64_t n, int64_t D, float* scores);
+void dots(const float* q, const uint16_t* k_bf16, int64_t stride, int64_t n, int64_t D, float* scores);
+void weighted_sum(float* acc, const float* p, const float* v, int64_t stride, int64_t n, int64_t D);
+void weighted_sum(float* acc, const float* p, const uint16_t* v_bf16, int64_t stride, int64_t n, int64_t D);
+
 // Row reductions of the sampler over a vocabulary-sized row.
 float max_of(const float* x, int64_t n);
 int64_t argmax_of(const float* x, int64_t n);  // first index of the maximum

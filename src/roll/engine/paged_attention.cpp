@@ -57,15 +57,14 @@ void attend_task(const Task& task, const AttentionMetadata& m, const Shapes& sh,
     const int64_t first = (static_cast<int64_t>(table[blk]) * bs * sh.Hkv + task.head) * D;
     const T* kb = kc + first;
     const T* vb = vc + first;
-    for (int64_t t = 0; t < n; ++t) {
-      const float kpos = static_cast<float>(blk * bs + t);
-      for (int64_t r = 0; r < rows; ++r)
-        sc[r * bs + t] = kpos <= qpos[r] ? kernels::dot(qs + r * D, kb + t * token_stride, D)
-                                         : -std::numeric_limits<float>::infinity();
-    }
+    const int64_t first_pos = blk * bs;
     for (int64_t r = 0; r < rows; ++r) {
       float* s = sc + r * bs;
-      float bm = *std::max_element(s, s + n);
+      kernels::dots(qs + r * D, kb, token_stride, n, D, s);
+      // Causal mask: only the last blocks of a prefill chunk reach past a query.
+      for (int64_t t = std::max<int64_t>(0, static_cast<int64_t>(qpos[r]) + 1 - first_pos); t < n; ++t)
+        s[t] = -std::numeric_limits<float>::infinity();
+      const float bm = kernels::max_of(s, n);
       if (bm == -std::numeric_limits<float>::infinity()) {  // every key of the block is in its future
         std::fill(s, s + n, 0.0f);
         continue;
@@ -76,17 +75,8 @@ void attend_task(const Task& task, const AttentionMetadata& m, const Shapes& sh,
         for (int64_t d = 0; d < D; ++d) acc[r * D + d] *= rescale;
         mx[r] = bm;
       }
-      for (int64_t t = 0; t < n; ++t) {
-        s[t] = std::exp(s[t] - mx[r]);
-        sum[r] += s[t];
-      }
-    }
-    for (int64_t t = 0; t < n; ++t) {
-      const T* v = vb + t * token_stride;
-      for (int64_t r = 0; r < rows; ++r) {
-        const float p = sc[r * bs + t];
-        if (p != 0.0f) kernels::axpy(acc + r * D, p, v, D);
-      }
+      sum[r] += static_cast<float>(kernels::sum_exp(s, n, mx[r], 1.0f, s));  // s <- exp(s - max)
+      kernels::weighted_sum(acc + r * D, s, vb, token_stride, n, D);
     }
   }
   for (int64_t r = 0; r < rows; ++r) {
