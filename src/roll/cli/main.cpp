@@ -5,8 +5,10 @@
 
 #include "roll/cli/commands.h"
 #include "roll/core/error.h"
+#include "roll/workers/register_roles.h"
 
 int main(int argc, char** argv) {
+  roll::workers::register_builtin_roles();
   CLI::App app{"rollcpp: ROLL's RL post-training pipelines as one native program"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "rollcpp 0.1.0");
@@ -14,6 +16,7 @@ int main(int argc, char** argv) {
   roll::cli::register_defaults(app);
   roll::cli::register_model(app);
   roll::cli::register_generate(app);
+  roll::cli::register_worker(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,19 +1,30 @@
 #include "roll/core/log.h"
+#include "roll/core/log_sinks.h"
 
+#include <spdlog/sinks/basic_file_sink.h>
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
 #include <cstdlib>
+#include <filesystem>
+
+#include "roll/core/error.h"
 #include <mutex>
 
 namespace roll::log {
 namespace {
 
+// The line format, kept so sinks added later use it too.
+std::string& current_pattern() {
+  static std::string p = "[%Y-%m-%d %H:%M:%S,%e] [%l] [DRIVER 0 / 1][PID " + std::to_string(getpid()) + "] %v";
+  return p;
+}
+
 std::shared_ptr<spdlog::logger> make_logger() {
   // Log lines go to stderr so stdout stays machine-readable (`roll validate` output, JSON).
   auto logger = spdlog::stderr_logger_mt("roll");
-  logger->set_pattern("[%Y-%m-%d %H:%M:%S,%e] [%l] [DRIVER 0 / 1][PID " + std::to_string(getpid()) + "] %v");
+  logger->set_pattern(current_pattern());
   const char* debug = std::getenv("ROLL_DEBUG");
   logger->set_level(debug && std::string(debug) == "1" ? spdlog::level::debug : spdlog::level::info);
   return logger;
@@ -41,8 +52,24 @@ void write(Level level, std::string_view message) { logger().log(to_spd(level), 
 void set_level(Level level) { logger().set_level(to_spd(level)); }
 
 void set_identity(std::string_view worker_name, int rank, int world_size) {
-  logger().set_pattern(fmt::format("[%Y-%m-%d %H:%M:%S,%e] [%l] [{} {} / {}][PID {}] %v", worker_name, rank,
-                                   world_size, getpid()));
+  current_pattern() = fmt::format("[%Y-%m-%d %H:%M:%S,%e] [%l] [{} {} / {}][PID {}] %v", worker_name, rank,
+                                  world_size, getpid());
+  logger().set_pattern(current_pattern());
 }
+
+void add_file(const std::string& path) {
+  try {
+    std::filesystem::path p(path);
+    if (p.has_parent_path()) std::filesystem::create_directories(p.parent_path());
+    auto sink = std::make_shared<spdlog::sinks::basic_file_sink_mt>(path, false);
+    sink->set_pattern(current_pattern());
+    logger().sinks().push_back(std::move(sink));
+    logger().flush_on(spdlog::level::debug);
+  } catch (const std::exception& e) {
+    throw Error("cannot open the log file " + path + ": " + e.what());
+  }
+}
+
+void flush() { logger().flush(); }
 
 }  // namespace roll::log

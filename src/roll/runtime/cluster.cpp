@@ -1,0 +1,205 @@
+#include "roll/runtime/cluster.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <thread>
+
+#include "roll/comm/store.h"
+#include "roll/core/error.h"
+#include "roll/core/log.h"
+#include "roll/runtime/child_process.h"
+#include "roll/runtime/runtime.h"
+#include "roll/runtime/worker_launch.h"
+#include "roll/runtime/worker_registry.h"
+
+namespace roll::runtime {
+namespace {
+
+// Visibility variables of every platform: a worker inherits none of them from the driver; the
+// placement sets its own platform's.
+constexpr const char* kVisibilityVars[] = {"CUDA_VISIBLE_DEVICES", "ASCEND_RT_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES",
+                                           "ROCR_VISIBLE_DEVICES"};
+
+std::string indent_lines(const std::vector<std::string>& lines) {
+  std::string s;
+  for (const auto& l : lines) s += "\n  | " + l;
+  return s;
+}
+
+}  // namespace
+
+ClusterFuture::ClusterFuture(std::string what, Dispatch mode, std::vector<std::future<Payload>> parts, int64_t pad,
+                             std::chrono::milliseconds timeout)
+    : what_(std::move(what)), mode_(mode), parts_(std::move(parts)), pad_(pad), timeout_(timeout) {}
+
+std::vector<Payload> ClusterFuture::get_all() {
+  if (parts_.empty()) throw Error(what_ + ": the result was already taken");
+  const auto deadline = std::chrono::steady_clock::now() + timeout_;
+  std::vector<Payload> out;
+  for (size_t r = 0; r < parts_.size(); ++r) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    out.push_back(wait_result(parts_[r], std::max(left, std::chrono::milliseconds(0)),
+                              what_ + " on rank " + std::to_string(r)));
+  }
+  parts_.clear();
+  return out;
+}
+
+Payload ClusterFuture::get() { return collect_one(mode_, get_all(), pad_); }
+
+Cluster::Cluster(Runtime& runtime, ClusterSpec spec)
+    : runtime_(runtime), spec_(std::move(spec)), rpc_timeout_(runtime.options().rpc_timeout) {}
+
+Cluster::~Cluster() { shutdown(std::chrono::milliseconds(1000)); }
+
+std::string Cluster::describe(int rank) const {
+  const auto& w = spec_.placement.workers.at(static_cast<size_t>(rank));
+  pid_t p = workers_.size() > static_cast<size_t>(rank) && workers_[rank].process ? workers_[rank].process->pid() : 0;
+  return fmt::format("{} (cluster {}, rank {}, node {}, pid {})", w.name, name(), rank, w.node, p);
+}
+
+void Cluster::launch() {
+  const RuntimeOptions& o = runtime_.options();
+  const int world = static_cast<int>(spec_.placement.workers.size());
+  workers_.resize(static_cast<size_t>(world));
+  for (int r = 0; r < world; ++r) {
+    const config::WorkerPlacement& wp = spec_.placement.workers[r];
+    WorkerLaunch launch;
+    launch.cluster = name();
+    launch.role = spec_.role;
+    launch.worker_name = wp.name;
+    launch.rank = wp.rank;
+    launch.world_size = world;
+    launch.node_rank = wp.node;
+    launch.local_devices = wp.local_devices;
+    launch.threads = runtime_.threads_for(wp, spec_.devices_per_node);
+    launch.store_host = o.host;
+    launch.store_port = runtime_.store()->port();
+    launch.bind_host = o.host;
+    launch.log_dir = o.log_dir;
+    launch.run_dir = o.run_dir;
+    launch.driver_pid = getpid();
+    launch.options = spec_.options;
+
+    std::map<std::string, std::string> env = current_environment();
+    for (const char* v : kVisibilityVars) env.erase(v);
+    env["OMP_NUM_THREADS"] = std::to_string(launch.threads);
+    // Several compute processes share this node's cores: idle OpenMP threads must not spin.
+    env["OMP_WAIT_POLICY"] = "PASSIVE";
+    for (const auto& [k, v] : wp.env) env[k] = v;  // placement: ROLL's variables, visibility, system_envs
+    for (const auto& [k, v] : launch.to_env()) env[k] = v;
+    for (const auto& [k, v] : o.extra_env) env[k] = v;
+    // A user's OMP_NUM_THREADS in system_envs wins over ours.
+    for (const auto& [k, v] : wp.env)
+      if (k == "OMP_NUM_THREADS") env[k] = v;
+
+    SpawnOptions so;
+    so.name = wp.name;
+    so.argv = o.worker_command;
+    so.env = std::move(env);
+    so.forward_output = o.forward_output;
+    so.on_exit = [this, r](const std::string& how) { on_worker_exit(r, how); };
+    workers_[r].process = ChildProcess::spawn(std::move(so));
+    register_worker_pid(workers_[r].process->pid());
+  }
+}
+
+void Cluster::wait_ready(std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  auto& store = *runtime_.store();
+  size_t ready = 0;
+  while (ready < workers_.size()) {
+    ready = 0;
+    for (int r = 0; r < world_size(); ++r) {
+      Worker& w = workers_[r];
+      if (w.client) {
+        ++ready;
+        continue;
+      }
+      if (store.check({endpoint_key(name(), r)})) {
+        w.endpoint = store.get(endpoint_key(name(), r));
+        std::lock_guard<std::mutex> g(mu_);
+        w.client = std::make_unique<RpcClient>(w.endpoint, describe(r));
+        if (failure_) w.client->fail_all(*failure_);
+        ++ready;
+        continue;
+      }
+      if (auto how = w.process->exit_description()) {
+        std::string why;
+        if (store.check({failure_key(name(), r)})) why = ": " + store.get(failure_key(name(), r));
+        throw Error(fmt::format("worker {} {} before serving{}{}", describe(r), *how, why,
+                                indent_lines(w.process->last_lines())));
+      }
+    }
+    if (ready == workers_.size()) break;
+    if (std::chrono::steady_clock::now() > deadline)
+      throw Error(fmt::format("cluster {}: {} of {} workers did not start within {} s", name(),
+                              workers_.size() - ready, workers_.size(), timeout.count() / 1000));
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+void Cluster::on_worker_exit(int rank, const std::string& how) {
+  unregister_worker_pid(workers_[rank].process->pid());
+  if (worker_exit_expected()) return;
+  std::lock_guard<std::mutex> g(mu_);
+  if (stopping_) return;
+  std::string reason = fmt::format("worker {} {}; last log lines:{}", describe(rank), how,
+                                   indent_lines(workers_[rank].process->last_lines()));
+  if (!failure_) failure_ = reason;
+  log::error("{}", reason);
+  // Every call pending anywhere in this cluster fails now: a collective step cannot finish
+  // without this rank.
+  for (auto& w : workers_)
+    if (w.client) w.client->fail_all(reason);
+}
+
+std::optional<std::string> Cluster::failure() const {
+  std::lock_guard<std::mutex> g(mu_);
+  return failure_;
+}
+
+ClusterFuture Cluster::call(const std::string& method, Dispatch mode, const Payload& args) {
+  DispatchPlan plan = plan_dispatch(mode, args, world_size());
+  std::vector<std::future<Payload>> parts;
+  for (int r = 0; r < world_size(); ++r) parts.push_back(workers_[r].client->call(method, std::move(plan.per_rank[r])));
+  return ClusterFuture(fmt::format("{}.{} ({})", name(), method, to_string(mode)), mode, std::move(parts), plan.pad,
+                       rpc_timeout_);
+}
+
+ClusterFuture Cluster::call_each(const std::string& method, std::vector<Payload> per_rank) {
+  if (static_cast<int>(per_rank.size()) != world_size())
+    throw Error(fmt::format("{}.{} (ALL_TO_ALL): {} argument sets for {} workers", name(), method, per_rank.size(),
+                            world_size()));
+  std::vector<std::future<Payload>> parts;
+  for (int r = 0; r < world_size(); ++r) parts.push_back(workers_[r].client->call(method, std::move(per_rank[r])));
+  return ClusterFuture(fmt::format("{}.{} (ALL_TO_ALL)", name(), method), Dispatch::all_to_all, std::move(parts), 0,
+                       rpc_timeout_);
+}
+
+std::future<Payload> Cluster::call_rank(int rank, const std::string& method, Payload args) {
+  return workers_.at(static_cast<size_t>(rank)).client->call(method, std::move(args));
+}
+
+const std::string& Cluster::endpoint(int rank) const { return workers_.at(static_cast<size_t>(rank)).endpoint; }
+pid_t Cluster::pid(int rank) const { return workers_.at(static_cast<size_t>(rank)).process->pid(); }
+
+void Cluster::shutdown(std::chrono::milliseconds grace) {
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    if (stopping_) return;
+    stopping_ = true;
+  }
+  for (auto& w : workers_)
+    if (w.client && w.process && w.process->running()) w.client->call("__shutdown");
+  const auto deadline = std::chrono::steady_clock::now() + grace;
+  for (auto& w : workers_) {
+    if (!w.process) continue;
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (!w.process->wait_for(std::max(left, std::chrono::milliseconds(0)))) w.process->stop();
+  }
+  for (auto& w : workers_) w.client.reset();
+}
+
+}  // namespace roll::runtime

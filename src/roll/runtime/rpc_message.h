@@ -1,0 +1,45 @@
+#pragma once
+// What travels between processes on the control plane (DESIGN section 1): a msgpack header
+// (call id, kind, method, JSON arguments) and, when a call carries a Batch, its header and raw
+// tensor frames (never JSON). One multipart ZeroMQ message per call or reply.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <zmq.hpp>
+
+#include "roll/core/batch.h"
+
+namespace roll::runtime {
+
+// Arguments or results of a call: JSON values plus an optional Batch.
+struct Payload {
+  nlohmann::json args = nlohmann::json::object();
+  std::optional<Batch> batch;
+
+  Payload() = default;
+  explicit Payload(nlohmann::json a) : args(std::move(a)) {}
+  explicit Payload(Batch b) : batch(std::move(b)) {}
+  Payload(nlohmann::json a, Batch b) : args(std::move(a)), batch(std::move(b)) {}
+};
+
+enum class MessageKind { call, ok, error };
+
+struct Message {
+  uint64_t id = 0;
+  MessageKind kind = MessageKind::call;
+  std::string method;  // calls; replies repeat it for error messages
+  std::string error;   // kind == error
+  Payload payload;
+};
+
+// Frames of one message (without the ROUTER identity frame).
+std::vector<zmq::message_t> encode_message(const Message& message);
+// Throws roll::Error saying what is malformed.
+Message decode_message(std::vector<zmq::message_t>& frames, size_t first = 0);
+
+// The process-wide ZeroMQ context.
+zmq::context_t& zmq_context();
+
+}  // namespace roll::runtime

@@ -1,0 +1,70 @@
+#pragma once
+// The driver's side of a run on one node (DESIGN section 3): hosts the store, starts clusters of
+// worker processes from a PlacementPlan, and stops them all on shutdown, on Ctrl-C or SIGTERM, and
+// when the driver dies (workers set PR_SET_PDEATHSIG). Multi-node launch builds on this.
+#include <chrono>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "roll/config/load.h"
+#include "roll/runtime/cluster.h"
+
+namespace roll::comm {
+class Store;
+}
+
+namespace roll::runtime {
+
+struct RuntimeOptions {
+  // The command that enters the worker host (run_worker_host), e.g. {"/path/roll", "worker"}.
+  std::vector<std::string> worker_command;
+  std::string log_dir = "./output/logs/roll";  // worker logs: <log_dir>/log_rank_<name>_<rank>_<world>.log
+  std::string run_dir;                          // scratch space; default: a fresh folder under /tmp
+  std::optional<config::LoadRequest> config_request;  // published so workers load the same config
+  std::optional<config::Platform> platform;   // which visibility variables to clear from inherited env
+  std::chrono::milliseconds start_timeout{std::chrono::seconds(300)};
+  std::chrono::milliseconds rpc_timeout{std::chrono::seconds(3600)};
+  std::string host = "127.0.0.1";  // store and worker endpoints
+  std::map<std::string, std::string> extra_env;  // for every worker (after the placement's)
+  int cores = 0;  // cores of this node for thread counts; 0: what the machine has
+  bool forward_output = true;
+};
+
+class Runtime {
+ public:
+  explicit Runtime(RuntimeOptions options);
+  ~Runtime();  // shutdown()
+  Runtime(const Runtime&) = delete;
+  Runtime& operator=(const Runtime&) = delete;
+
+  const RuntimeOptions& options() const { return options_; }
+  const std::shared_ptr<comm::Store>& store() const { return store_; }
+
+  // Starts every spec's workers at once, then waits until all serve (startup overlaps).
+  std::vector<std::shared_ptr<Cluster>> start(std::vector<ClusterSpec> specs);
+  std::shared_ptr<Cluster> start(ClusterSpec spec);
+
+  // ATen threads for a worker (DESIGN section 3): cores x its slots / slots per node, at least 1;
+  // CPU-only workers get 1.
+  int threads_for(const config::WorkerPlacement& worker, int devices_per_node) const;
+
+  void shutdown();
+
+ private:
+  friend class Cluster;
+  RuntimeOptions options_;
+  std::shared_ptr<comm::Store> store_;
+  std::vector<std::weak_ptr<Cluster>> clusters_;
+  std::mutex mu_;
+};
+
+// Stops every worker process this process started (a signal handler's or atexit's last word).
+void kill_all_workers();
+// SIGINT/SIGTERM in the driver: stop the workers, then exit 130/143. Call once, early in main,
+// before other threads start (it blocks those signals and waits for them on its own thread).
+void install_driver_signal_handling();
+
+}  // namespace roll::runtime

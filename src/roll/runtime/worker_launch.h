@@ -1,0 +1,47 @@
+#pragma once
+// How the driver tells a worker process who it is: environment variables (ROLL's own names where
+// ROLL sets them: RANK, WORLD_SIZE, LOCAL_RANK, CLUSTER_NAME, WORKER_NAME, ROLL_LOG_DIR; ours are
+// ROLL_*). Written by the driver, read by the worker host.
+#include <sys/types.h>
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace roll::runtime {
+
+struct WorkerLaunch {
+  std::string cluster;
+  std::string role;
+  std::string worker_name;
+  int rank = 0;
+  int world_size = 1;
+  int node_rank = 0;
+  std::vector<int> local_devices;
+  int threads = 1;
+  std::string store_host = "127.0.0.1";
+  uint16_t store_port = 0;
+  std::string bind_host = "127.0.0.1";  // where the worker's RPC endpoint listens
+  std::string log_dir;
+  std::string run_dir;
+  pid_t driver_pid = 0;
+  nlohmann::json options = nlohmann::json::object();
+
+  // The variables above, to merge into the worker's environment.
+  std::map<std::string, std::string> to_env() const;
+  // Reads them back; throws roll::Error naming a missing or malformed variable.
+  static WorkerLaunch from_env();
+  // <log_dir>/log_rank_<WORKER_NAME>_<RANK>_<WORLD_SIZE>.log (spec 9.3)
+  std::string log_file() const;
+};
+
+// Store keys of a worker (the driver waits on them).
+std::string endpoint_key(const std::string& cluster, int rank);
+std::string failure_key(const std::string& cluster, int rank);
+// The key under which the driver publishes how to load the job's config.
+inline constexpr const char* kConfigRequestKey = "run/config_request";
+
+}  // namespace roll::runtime
