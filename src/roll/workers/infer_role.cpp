@@ -1,0 +1,121 @@
+// The actor_infer role (ROLL's InferWorker with a vllm/sglang strategy): our engine behind the
+// generate_request service (DESIGN section 3).
+//   generate_request {rid, input_ids, sampling_params}  inline: answered when the request ends
+//   abort {rid}, suspend, resume                         inline
+//   abort_all, sleep, wake, stats, load_weights {dir}    serial
+#include <filesystem>
+
+#include "roll/core/error.h"
+#include "roll/core/log.h"
+#include "roll/engine/engine_config.h"
+#include "roll/model/safetensors.h"
+#include "roll/model/transformer.h"
+#include "roll/runtime/role.h"
+#include "roll/runtime/rpc_server.h"
+#include "roll/workers/generate_protocol.h"
+#include "roll/workers/infer_service.h"
+#include "roll/workers/register_roles.h"
+#include "roll/workers/role_config.h"
+
+namespace roll::workers {
+namespace {
+
+at::ScalarType dtype_named(const std::string& name) {
+  if (name == "fp32" || name == "float32") return at::kFloat;
+  if (name == "bf16" || name == "bfloat16" || name == "fp16" || name == "float16") return at::kBFloat16;
+  throw Error("unknown model dtype '" + name + "' (fp32 | bf16)");
+}
+
+engine::EngineConfig engine_config_of(const runtime::WorkerContext& ctx) {
+  engine::EngineConfig ec;
+  ec.num_threads = ctx.threads;
+  if (ctx.config) {
+    const auto& w = worker_config_of(ctx.config->config, ctx.cluster);
+    if (w.strategy_args && w.strategy_args->strategy_config) {
+      std::vector<std::string> ignored;
+      engine::apply_strategy_config(w.strategy_args->strategy_config, ctx.cluster + ".strategy_args.strategy_config",
+                                    ec, &ignored);
+      for (const auto& k : ignored) log::debug("{}.strategy_args.strategy_config.{}: no effect here", ctx.cluster, k);
+    }
+    ec.seed = static_cast<uint64_t>(ctx.config->config.seed);
+  }
+  const auto& o = ctx.options;
+  if (o.contains("num_blocks")) ec.num_blocks = o["num_blocks"].get<int64_t>();
+  if (o.contains("max_model_len")) ec.max_model_len = o["max_model_len"].get<int64_t>();
+  if (o.contains("block_size")) ec.block_size = o["block_size"].get<int64_t>();
+  if (o.contains("max_num_seqs")) ec.max_num_seqs = o["max_num_seqs"].get<int64_t>();
+  if (o.contains("warm_up")) ec.warm_up = o["warm_up"].get<bool>();
+  return ec;
+}
+
+class InferRole : public runtime::Role {
+ public:
+  explicit InferRole(runtime::WorkerContext& ctx) : ctx_(ctx) {
+    const std::string dir = model_dir_of(ctx);
+    std::string dtype = ctx.options.value("dtype", "");
+    if (dtype.empty()) dtype = ctx.config ? worker_config_of(ctx.config->config, ctx.cluster).model_args.dtype : "bf16";
+    auto model = model::Transformer::load(dir, dtype_named(dtype));
+    service_ = std::make_unique<InferService>(std::move(model), engine_config_of(ctx));
+    log::info("{}: engine ready on {} ({}), max_model_len {}", ctx.worker_name, dir, dtype, service_->max_model_len());
+  }
+
+  void bind(runtime::RpcServer& s) override {
+    using runtime::Payload;
+    using runtime::Responder;
+    s.on(
+        "generate_request",
+        [this](Payload p, Responder& reply) {
+          engine::GenerationRequest r = request_from_json(p.args);
+          auto shared = std::make_shared<Responder>(std::move(reply));
+          service_->submit(std::move(r), [shared](InferService::Result res) {
+            if (auto* out = std::get_if<engine::RequestOutput>(&res))
+              shared->ok(Payload(output_to_json(*out)));
+            else
+              shared->fail(std::get<std::string>(res));
+          });
+        },
+        runtime::RunMode::inline_);
+    s.on(
+        "abort",
+        [this](Payload p, Responder& reply) {
+          service_->abort(p.args.at("rid").get<std::string>());
+          reply.ok();
+        },
+        runtime::RunMode::inline_);
+    s.on("suspend", [this](Payload, Responder& reply) { service_->suspend(), reply.ok(); }, runtime::RunMode::inline_);
+    s.on("resume", [this](Payload, Responder& reply) { service_->resume(), reply.ok(); }, runtime::RunMode::inline_);
+    s.on_call("abort_all", [this](Payload) { return service_->abort_all(), Payload(); });
+    s.on_call("sleep", [this](Payload) { return service_->sleep(), Payload(); });
+    s.on_call("wake", [this](Payload) { return service_->wake(), Payload(); });
+    s.on_call("stats", [this](Payload) {
+      InferStats st = service_->stats();
+      return Payload(nlohmann::json{{"requests_done", st.requests_done},
+                                    {"requests_aborted", st.requests_aborted},
+                                    {"tokens_generated", st.tokens_generated},
+                                    {"running", st.running},
+                                    {"held", st.held},
+                                    {"suspended", st.suspended},
+                                    {"sleeping", st.sleeping}});
+    });
+    s.on_call("load_weights", [this](Payload p) {
+      const std::string dir = p.args.at("dir").get<std::string>();
+      auto files = model::SafetensorsDir::open(dir);
+      model::NamedTensors weights;
+      for (const auto& name : files.names()) weights.emplace_back(name, files.get(name));
+      service_->update_weights(weights);
+      return Payload();
+    });
+  }
+
+ private:
+  runtime::WorkerContext& ctx_;
+  std::unique_ptr<InferService> service_;
+};
+
+}  // namespace
+
+void register_infer_role() {
+  runtime::register_role("actor_infer", [](runtime::WorkerContext& c) { return std::make_unique<InferRole>(c); });
+}
+
+}  // namespace roll::workers

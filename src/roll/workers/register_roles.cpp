@@ -1,0 +1,9 @@
+#include "roll/workers/register_roles.h"
+
+namespace roll::workers {
+
+void register_builtin_roles() {
+  register_infer_role();
+}
+
+}  // namespace roll::workers

@@ -1,0 +1,11 @@
+#pragma once
+// Registers the roles of workers/ with the runtime (DESIGN section 2: runtime/ knows no role).
+// `roll` calls register_builtin_roles() before it parses its command line; so do the tests.
+namespace roll::workers {
+
+void register_builtin_roles();
+
+// One per role file.
+void register_infer_role();
+
+}  // namespace roll::workers

@@ -1,0 +1,44 @@
+#include "roll/workers/router_service.h"
+
+#include "roll/runtime/rpc_server.h"
+#include "roll/workers/request_router.h"
+
+namespace roll::workers {
+
+void bind_router(runtime::RpcServer& server, RequestRouter& router) {
+  using runtime::Payload;
+  using runtime::Responder;
+  using runtime::RunMode;
+  server.on(
+      "generate_request",
+      [&router](Payload p, Responder& reply) {
+        std::string key = p.args.value("affinity_key", p.args.value("rid", std::string()));
+        p.args.erase("affinity_key");
+        auto shared = std::make_shared<Responder>(std::move(reply));
+        router.generate(std::move(p.args), key, [shared](const nlohmann::json* out, const std::string& error) {
+          if (out) shared->ok(Payload(*out));
+          else shared->fail(error);
+        });
+      },
+      RunMode::inline_);
+  server.on(
+      "abort", [&router](Payload p, Responder& reply) { router.abort(p.args.at("rid").get<std::string>()), reply.ok(); },
+      RunMode::inline_);
+  server.on("abort_all", [&router](Payload, Responder& reply) { router.abort_all(), reply.ok(); }, RunMode::inline_);
+  server.on("suspend", [&router](Payload, Responder& reply) { router.suspend(), reply.ok(); }, RunMode::inline_);
+  server.on("resume", [&router](Payload, Responder& reply) { router.resume(), reply.ok(); }, RunMode::inline_);
+  server.on(
+      "stats",
+      [&router](Payload, Responder& reply) {
+        RouterStats s = router.stats();
+        reply.ok(Payload(nlohmann::json{{"load", s.load},
+                                        {"requests", s.requests},
+                                        {"held", s.held},
+                                        {"in_flight", s.in_flight},
+                                        {"suspended", s.suspended}}));
+      },
+      RunMode::inline_);
+  server.on_call("wait_complete", [&router](Payload) { return router.wait_complete(), Payload(); });
+}
+
+}  // namespace roll::workers
