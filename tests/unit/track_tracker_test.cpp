@@ -286,7 +286,7 @@ TEST(TrackTrackerTensorboard, EventFileReadsBackWithTheOracle) {
   t.log_hparams({{"actor_train.lr", 1e-6}, {"seed", 42}, {"use_kl", true}, {"name", "run|1"}});
   struct Row { int64_t step; std::string tag; double value; };
   std::vector<Row> written;
-  for (int64_t step : {0, 1, 2, 1000000000000LL}) {
+  for (int64_t step : std::vector<int64_t>{0, 1, 2, 1000000000000LL}) {
     const double loss = 0.1 * static_cast<double>(step % 7) - 1.0 / 3.0;
     json m = {{"actor/pg_loss@sum", loss}, {"critic/score/mean", 3 + step % 5}, {"flag", step % 2 == 0},
               {"skipped", nullptr}};
