@@ -1,6 +1,7 @@
 #include "roll/track/tfevent.h"
 
 #include <cstring>
+#include <type_traits>
 
 #include "roll/track/crc32c.h"
 
@@ -9,6 +10,12 @@ namespace {
 
 // Protobuf wire format: a key is (field << 3 | wire type); integers are base-128 varints and
 // fixed-width numbers little-endian, so the bytes are the same on any host.
+std::string le_bytes(uint64_t v, size_t n) {
+  std::string s;
+  for (size_t i = 0; i < n; ++i) s.push_back(static_cast<char>((v >> (8 * i)) & 0xFF));
+  return s;
+}
+
 enum Wire : uint32_t { kVarint = 0, kFixed64 = 1, kLengthDelimited = 2, kFixed32 = 5 };
 
 class ProtoBuilder {
@@ -18,18 +25,14 @@ class ProtoBuilder {
     put_varint(v);
     return *this;
   }
-  ProtoBuilder& fixed64(int field, double v) {
-    uint64_t bits;
+  // double -> fixed64, float -> fixed32.
+  template <typename F>
+  ProtoBuilder& fixed(int field, F v) {
+    static_assert(sizeof(F) == 4 || sizeof(F) == 8);
+    std::conditional_t<sizeof(F) == 8, uint64_t, uint32_t> bits;
     std::memcpy(&bits, &v, sizeof bits);
-    key(field, kFixed64);
-    put_le(bits, 8);
-    return *this;
-  }
-  ProtoBuilder& fixed32(int field, float v) {
-    uint32_t bits;
-    std::memcpy(&bits, &v, sizeof bits);
-    key(field, kFixed32);
-    put_le(bits, 4);
+    key(field, sizeof(F) == 8 ? kFixed64 : kFixed32);
+    out_ += le_bytes(bits, sizeof(F));
     return *this;
   }
   ProtoBuilder& bytes(int field, std::string_view s) {
@@ -48,9 +51,6 @@ class ProtoBuilder {
       v >>= 7;
     }
     out_.push_back(static_cast<char>(v));
-  }
-  void put_le(uint64_t v, int n) {
-    for (int i = 0; i < n; ++i) out_.push_back(static_cast<char>((v >> (8 * i)) & 0xFF));
   }
   std::string out_;
 };
@@ -78,7 +78,7 @@ std::string plugin_metadata(std::string_view plugin, std::string_view content) {
 std::string struct_value(const nlohmann::json& v) {
   ProtoBuilder b;
   if (v.is_boolean()) b.varint(kStructBool, v.get<bool>() ? 1 : 0);
-  else if (v.is_number()) b.fixed64(kStructNumber, v.get<double>());
+  else if (v.is_number()) b.fixed(kStructNumber, v.get<double>());
   else if (v.is_string()) b.bytes(kStructString, v.get<std::string>());
   else b.bytes(kStructString, v.dump());
   return b.str();
@@ -87,7 +87,7 @@ std::string struct_value(const nlohmann::json& v) {
 }  // namespace
 
 std::string scalar_value(std::string_view tag, float value) {
-  return ProtoBuilder().bytes(kValueTag, tag).fixed32(kValueSimple, value).str();
+  return ProtoBuilder().bytes(kValueTag, tag).fixed(kValueSimple, value).str();
 }
 
 std::string text_value(std::string_view tag, std::string_view text) {
@@ -105,7 +105,7 @@ std::string hparams_value(const nlohmann::json& flat, double start_time_secs) {
   ProtoBuilder session;
   for (const auto& [name, v] : flat.items())
     session.bytes(kSessionHparams, ProtoBuilder().bytes(kMapKey, name).bytes(kMapValue, struct_value(v)).str());
-  session.fixed64(kSessionStartTime, start_time_secs);
+  session.fixed(kSessionStartTime, start_time_secs);
   // HParamsPluginData.version is 0 (the default, so not written).
   const std::string plugin_data = ProtoBuilder().bytes(kHparamsSessionStart, session.str()).str();
   return ProtoBuilder()
@@ -115,31 +115,24 @@ std::string hparams_value(const nlohmann::json& flat, double start_time_secs) {
 }
 
 std::string file_version_event(double wall_time) {
-  return ProtoBuilder().fixed64(kEventWallTime, wall_time).bytes(kEventFileVersion, "brain.Event:2").str();
+  return ProtoBuilder().fixed(kEventWallTime, wall_time).bytes(kEventFileVersion, "brain.Event:2").str();
 }
 
 std::string summary_event(double wall_time, int64_t step, const std::vector<std::string>& values) {
   ProtoBuilder summary;
   for (const auto& v : values) summary.bytes(kSummaryValue, v);
   return ProtoBuilder()
-      .fixed64(kEventWallTime, wall_time)
+      .fixed(kEventWallTime, wall_time)
       .varint(kEventStep, static_cast<uint64_t>(step))  // int64: negatives as 10-byte two's complement
       .bytes(kEventSummary, summary.str())
       .str();
 }
 
 std::string frame_record(std::string_view data) {
-  std::string header;
-  for (int i = 0; i < 8; ++i) header.push_back(static_cast<char>((static_cast<uint64_t>(data.size()) >> (8 * i)) & 0xFF));
-  auto crc_bytes = [](uint32_t crc) {
-    std::string s;
-    for (int i = 0; i < 4; ++i) s.push_back(static_cast<char>((crc >> (8 * i)) & 0xFF));
-    return s;
-  };
-  std::string out = header + crc_bytes(masked_crc32c(header));
+  const std::string header = le_bytes(data.size(), 8);
+  std::string out = header + le_bytes(masked_crc32c(header), 4);
   out.append(data);
-  out += crc_bytes(masked_crc32c(data));
-  return out;
+  return out + le_bytes(masked_crc32c(data), 4);
 }
 
 }  // namespace roll::track::tfevent
