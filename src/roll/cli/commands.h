@@ -11,6 +11,7 @@ void register_validate(CLI::App& app);
 void register_defaults(CLI::App& app);
 void register_model(CLI::App& app);
 void register_generate(CLI::App& app);
+void register_data(CLI::App& app);
 
 void set_exit_code(int code);
 int exit_code();

@@ -14,6 +14,7 @@ int main(int argc, char** argv) {
   roll::cli::register_defaults(app);
   roll::cli::register_model(app);
   roll::cli::register_generate(app);
+  roll::cli::register_data(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
