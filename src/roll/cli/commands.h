@@ -12,6 +12,7 @@ void register_defaults(CLI::App& app);
 void register_model(CLI::App& app);
 void register_generate(CLI::App& app);
 void register_worker(CLI::App& app);
+void register_data(CLI::App& app);
 
 void set_exit_code(int code);
 int exit_code();

@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
   roll::cli::register_model(app);
   roll::cli::register_generate(app);
   roll::cli::register_worker(app);
+  roll::cli::register_data(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
