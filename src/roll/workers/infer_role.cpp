@@ -3,7 +3,12 @@
 //   generate_request {rid, input_ids, sampling_params}  inline: answered when the request ends
 //   abort {rid}, suspend, resume                         inline
 //   abort_all, sleep, wake, stats, load_weights {dir}    serial
+//   setup_model_update, receive_weights, load_weights_file, weights_digest   serial (weight sync)
+#include <chrono>
 #include <filesystem>
+#include <map>
+
+#include "roll/comm/process_group.h"
 
 #include "roll/core/error.h"
 #include "roll/core/log.h"
@@ -16,6 +21,7 @@
 #include "roll/workers/infer_service.h"
 #include "roll/workers/register_roles.h"
 #include "roll/workers/role_config.h"
+#include "roll/workers/weight_sync.h"
 
 namespace roll::workers {
 namespace {
@@ -97,6 +103,34 @@ class InferRole : public runtime::Role {
                                     {"suspended", st.suspended},
                                     {"sleeping", st.sleeping}});
     });
+    // Weight sync (weight_sync.h). setup_model_update joins the process group the sender
+    // creates with it; receive_weights takes one broadcast; load_weights_file the shm path.
+    s.on_call("setup_model_update", [this](Payload p) {
+      const std::string name = p.args.at("group").get<std::string>();
+      comm::GroupOptions go;
+      go.name = name;
+      go.timeout = std::chrono::seconds(p.args.value("timeout_s", 600));
+      groups_[name] = comm::ProcessGroup::create(ctx_.store, p.args.at("rank").get<int>(),
+                                                 p.args.at("world_size").get<int>(), go);
+      return Payload();
+    });
+    s.on_call("receive_weights", [this](Payload p) {
+      const std::string name = p.args.at("group").get<std::string>();
+      auto it = groups_.find(name);
+      if (it == groups_.end()) throw Error("receive_weights: no model update group '" + name + "' (setup_model_update first)");
+      SyncStats st;
+      model::NamedTensors w = broadcast_weights(*it->second, 0, nullptr, p.args.at("bucket_bytes").get<int64_t>(), &st);
+      const auto t0 = std::chrono::steady_clock::now();
+      service_->update_weights(w);
+      double apply_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      return Payload(nlohmann::json{{"tensors", st.tensors}, {"bytes", st.bytes}, {"buckets", st.buckets},
+                                    {"receive_s", st.seconds}, {"apply_s", apply_s}});
+    });
+    s.on_call("load_weights_file", [this](Payload p) {
+      service_->update_weights(read_weights_file(p.args.at("file").get<std::string>()));
+      return Payload();
+    });
+    s.on_call("weights_digest", [this](Payload) { return Payload(weights_digest(service_->weights_snapshot())); });
     s.on_call("load_weights", [this](Payload p) {
       const std::string dir = p.args.at("dir").get<std::string>();
       auto files = model::SafetensorsDir::open(dir);
@@ -110,6 +144,7 @@ class InferRole : public runtime::Role {
  private:
   runtime::WorkerContext& ctx_;
   std::unique_ptr<InferService> service_;
+  std::map<std::string, std::shared_ptr<comm::ProcessGroup>> groups_;
 };
 
 }  // namespace

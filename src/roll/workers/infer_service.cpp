@@ -10,10 +10,12 @@
 #include "roll/core/error.h"
 #include "roll/core/log.h"
 #include "roll/engine/engine_core.h"
+#include "roll/model/transformer.h"
 
 namespace roll::workers {
 
 struct InferService::Impl {
+  std::shared_ptr<model::Transformer> model;  // the engine computes with these weights
   std::unique_ptr<engine::EngineCore> engine;
   std::thread thread;
 
@@ -122,6 +124,7 @@ struct InferService::Impl {
 
 InferService::InferService(std::shared_ptr<model::Transformer> model, engine::EngineConfig config)
     : impl_(std::make_unique<Impl>()) {
+  impl_->model = model;
   impl_->engine = std::make_unique<engine::EngineCore>(std::move(model), std::move(config));
   Impl* raw = impl_.get();
   impl_->thread = std::thread([raw] { raw->loop(); });
@@ -202,6 +205,14 @@ void InferService::sleep() {
 
 void InferService::wake() {
   impl_->run_on_engine([&] { impl_->engine->wake(); });
+}
+
+model::NamedTensors InferService::weights_snapshot() {
+  model::NamedTensors out;
+  impl_->run_on_engine([&] {
+    for (const auto& [name, t] : impl_->model->named_parameters()) out.emplace_back(name, t.clone());
+  });
+  return out;
 }
 
 InferStats InferService::stats() const {

@@ -49,6 +49,8 @@ class InferService {
   void update_weights(const model::NamedTensors& weights);
   void sleep();
   void wake();
+  // A copy of the weights the engine computes with (for bit-exactness checks after a sync).
+  model::NamedTensors weights_snapshot();
   InferStats stats() const;
   int64_t max_model_len() const;
 
