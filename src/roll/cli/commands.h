@@ -13,6 +13,7 @@ void register_model(CLI::App& app);
 void register_generate(CLI::App& app);
 void register_worker(CLI::App& app);
 void register_data(CLI::App& app);
+void register_pipelines(CLI::App& app);
 
 void set_exit_code(int code);
 int exit_code();

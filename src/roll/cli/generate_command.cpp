@@ -26,6 +26,7 @@
 #include "roll/engine/engine_core.h"
 #include "roll/model/chat_template.h"
 #include "roll/model/hf_config.h"
+#include "roll/model/stop_tokens.h"
 #include "roll/model/tokenizer.h"
 #include "roll/model/transformer.h"
 
@@ -63,17 +64,8 @@ int run(const GenerateOptions& o) {
   if (!std::filesystem::is_directory(o.model_dir)) throw Error(fmt::format("--model {}: not a directory", o.model_dir));
   auto tokenizer = std::make_shared<model::Tokenizer>(model::Tokenizer::from_dir(o.model_dir));
   const auto chat = model::ChatTemplate::from_model_dir(o.template_name, o.model_dir);
-  const auto gen = model::GenerationConfig::load((std::filesystem::path(o.model_dir) / "generation_config.json").string());
-
   // ROLL passes [eos, pad] as stop token ids (spec 2.6).
-  std::vector<int32_t> stop_ids;
-  auto add_stop = [&](std::optional<int64_t> id) {
-    if (id && std::find(stop_ids.begin(), stop_ids.end(), *id) == stop_ids.end())
-      stop_ids.push_back(static_cast<int32_t>(*id));
-  };
-  for (int64_t id : gen.eos_token_ids) add_stop(id);
-  add_stop(tokenizer->eos_id());
-  add_stop(tokenizer->pad_id());
+  const std::vector<int32_t> stop_ids = model::stop_token_ids(o.model_dir, *tokenizer);
 
   std::ifstream in(o.input);
   if (!in) throw Error(fmt::format("--input {}: cannot open", o.input));

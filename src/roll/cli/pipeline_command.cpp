@@ -1,0 +1,81 @@
+// `roll rlvr` (and the other pipelines as they land): the counterpart of ROLL's
+// `python examples/start_rlvr_pipeline.py --config_path P --config_name N`, with key=value
+// overrides. Loads and validates the config, then runs the pipeline's driver, which starts the
+// worker processes of the placement plan (DESIGN section 3).
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <iostream>
+
+#include "roll/cli/commands.h"
+#include "roll/config/load.h"
+#include "roll/core/error.h"
+#include "roll/core/log.h"
+#include "roll/pipeline/rlvr_pipeline.h"
+#include "roll/runtime/runtime.h"
+
+namespace roll::cli {
+namespace {
+
+struct PipelineCliOptions {
+  std::string config_path = ".";
+  std::string config_name;
+  std::string platform;
+  int devices_per_node = 0;
+  std::vector<std::string> overrides;
+  bool quiet_workers = false;
+};
+
+int run_pipeline(config::PipelineKind kind, const PipelineCliOptions& o) {
+  config::LoadRequest req;
+  req.compose = {o.config_path, o.config_name, o.overrides};
+  req.kind = kind;
+  if (!o.platform.empty()) req.platform = config::parse_platform(o.platform);
+  if (o.devices_per_node > 0) req.devices_per_node = o.devices_per_node;
+  auto loaded = config::load_config(req);
+  for (const auto& w : loaded.warnings) log::warn("{}", w.message);
+  runtime::install_driver_signal_handling();
+  pipeline::PipelineOptions po;
+  po.worker_executable = std::filesystem::read_symlink("/proc/self/exe").string();
+  po.forward_worker_output = !o.quiet_workers;
+  switch (kind) {
+    case config::PipelineKind::rlvr: return pipeline::RlvrPipeline(std::move(loaded), req, po).run();
+    default: throw NotSupportedError(fmt::format("`roll {}`", config::pipeline_kind_name(kind)));
+  }
+}
+
+void add_pipeline_command(CLI::App& app, const char* name, config::PipelineKind kind, const char* help) {
+  auto opts = std::make_shared<PipelineCliOptions>();
+  auto* cmd = app.add_subcommand(name, help);
+  cmd->add_option("--config_path,--config-path", opts->config_path,
+                  "Directory of the config (relative to the current directory or absolute)");
+  cmd->add_option("--config_name,--config-name", opts->config_name, "Config file name, with or without .yaml")
+      ->required();
+  cmd->add_option("--platform", opts->platform, "cpu, cuda, npu or npu-emulated (default: ROLL_PLATFORM or detected)");
+  cmd->add_option("--devices-per-node", opts->devices_per_node, "Overrides num_gpus_per_node");
+  cmd->add_flag("--quiet-workers", opts->quiet_workers, "Do not copy worker output to this terminal (it stays in the log files)");
+  cmd->add_option("overrides", opts->overrides, "key=value overrides applied after composition");
+  cmd->callback([opts, kind] {
+    try {
+      set_exit_code(run_pipeline(kind, *opts));
+    } catch (const config::ConfigErrors& e) {
+      std::cerr << "error: " << e.errors().size() << " problem(s) in the config:\n";
+      for (const auto& d : e.errors()) std::cerr << "  - " << d.message << "\n";
+      set_exit_code(1);
+    } catch (const std::exception& e) {
+      std::cerr << "error: " << e.what() << "\n";
+      runtime::kill_all_workers();
+      set_exit_code(1);
+    }
+  });
+}
+
+}  // namespace
+
+void register_pipelines(CLI::App& app) {
+  add_pipeline_command(app, "rlvr", config::PipelineKind::rlvr,
+                       "Run ROLL's RLVR pipeline (math/code rewards) as configured");
+}
+
+}  // namespace roll::cli

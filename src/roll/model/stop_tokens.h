@@ -1,0 +1,14 @@
+#pragma once
+// The stop token ids ROLL passes to vLLM (spec 2.6): generation_config's eos ids, then the
+// tokenizer's eos and pad, without repeats.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace roll::model {
+
+class Tokenizer;
+
+std::vector<int32_t> stop_token_ids(const std::string& model_dir, const Tokenizer& tokenizer);
+
+}  // namespace roll::model

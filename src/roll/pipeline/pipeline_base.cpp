@@ -1,0 +1,222 @@
+#include "roll/pipeline/pipeline_base.h"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+
+#include "roll/core/error.h"
+#include "roll/core/log.h"
+#include "roll/track/tracker.h"
+
+namespace roll::pipeline {
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+std::string role_of_cluster(const std::string& cluster) {
+  if (cluster.rfind("reward-", 0) == 0) return "reward";
+  if (cluster == "train_env" || cluster == "val_env") return "env_manager";
+  if (cluster == "reward_model" || cluster == "reward") return "actor_infer";
+  return cluster;  // actor_train, actor_infer, reference, critic, sft_train
+}
+
+PipelineBase::PipelineBase(config::LoadedConfig loaded, config::LoadRequest request, PipelineOptions options)
+    : loaded_(std::move(loaded)), request_(std::move(request)), options_(std::move(options)) {
+  plan_ = config::make_placement_plan(loaded_.config, loaded_.platform);
+}
+
+PipelineBase::~PipelineBase() {
+  if (runtime_) runtime_->shutdown();
+}
+
+runtime::Cluster* PipelineBase::find_cluster(const std::string& name) {
+  auto it = clusters_.find(name);
+  return it == clusters_.end() ? nullptr : it->second.get();
+}
+
+runtime::Cluster& PipelineBase::cluster(const std::string& name) {
+  if (auto* c = find_cluster(name)) return *c;
+  throw Error("pipeline: no cluster '" + name + "' is running");
+}
+
+std::chrono::milliseconds PipelineBase::rpc_timeout() const {
+  return std::chrono::seconds(std::max<int64_t>(1, config().rpc_timeout));
+}
+
+void PipelineBase::start_clusters() {
+  const auto& c = config();
+  runtime::RuntimeOptions o;
+  o.worker_command = {options_.worker_executable, "worker"};
+  o.log_dir = fmt::format("{}/{}", c.logging_dir, c.exp_name.value_or("roll"));
+  o.config_request = request_;
+  o.platform = loaded_.platform;
+  o.rpc_timeout = rpc_timeout();
+  o.forward_output = options_.forward_worker_output;
+  runtime_ = std::make_unique<runtime::Runtime>(o);
+
+  std::vector<runtime::ClusterSpec> specs;
+  for (const auto& cp : plan_.clusters) {
+    if (!cp.started) {
+      log::info("cluster {} not started: {}", cp.name, cp.note);
+      continue;
+    }
+    runtime::ClusterSpec spec;
+    spec.placement = cp;
+    spec.role = role_of_cluster(cp.name);
+    spec.devices_per_node = plan_.devices_per_node;
+    specs.push_back(std::move(spec));
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  log::info("starting {} clusters ({} worker processes)", specs.size(), [&] {
+    size_t n = 0;
+    for (const auto& s : specs) n += s.placement.workers.size();
+    return n;
+  }());
+  for (auto& cl : runtime_->start(std::move(specs))) clusters_[cl->name()] = cl;
+  log::info("all workers serving after {:.1f} s", seconds_since(t0));
+}
+
+void PipelineBase::setup_model_update() {
+  auto* train = find_cluster("actor_train");
+  auto* infer = find_cluster("actor_infer");
+  if (!train || !infer) return;
+  const auto& t0 = train->spec().placement.workers.at(0);
+  for (int r = 0; r < infer->world_size(); ++r) {
+    const auto& w = infer->spec().placement.workers.at(r);
+    bool shares = w.node == t0.node && !w.devices.empty();
+    bool overlap = false;
+    for (int d : w.devices)
+      for (int e : t0.devices) overlap = overlap || d == e;
+    (shares && overlap ? shm_ranks_ : broadcast_ranks_).push_back(r);
+  }
+  if (!broadcast_ranks_.empty()) {
+    const int world = 1 + static_cast<int>(broadcast_ranks_.size());
+    auto t = train->call("setup_model_update", runtime::Dispatch::one_to_all,
+                         runtime::Payload(nlohmann::json{{"group", "model_update"}, {"rank", 0}, {"world_size", world}}));
+    std::vector<std::future<runtime::Payload>> parts;
+    for (size_t i = 0; i < broadcast_ranks_.size(); ++i)
+      parts.push_back(infer->call_rank(broadcast_ranks_[i], "setup_model_update",
+                                       runtime::Payload(nlohmann::json{{"group", "model_update"},
+                                                                       {"rank", 1 + static_cast<int>(i)},
+                                                                       {"world_size", world}})));
+    t.get_all();
+    for (auto& f : parts) runtime::wait_result(f, rpc_timeout(), "actor_infer.setup_model_update");
+  }
+  log::info("model update: {} infer rank(s) by broadcast, {} by shared memory", broadcast_ranks_.size(),
+            shm_ranks_.size());
+  model_update_ready_ = true;
+}
+
+Metrics PipelineBase::model_update(int64_t step) {
+  auto* train = find_cluster("actor_train");
+  auto* infer = find_cluster("actor_infer");
+  Metrics m;
+  if (!train || !infer) return m;
+  const int64_t freq = std::max<int64_t>(1, config().actor_train.model_update_frequency);
+  if (step % freq != 0) return m;
+  if (!model_update_ready_) setup_model_update();
+  const auto t0 = std::chrono::steady_clock::now();
+  const int64_t bucket = config().model_update_buffer_size_mb * (int64_t{1} << 20);
+  nlohmann::json args = {{"bucket_bytes", bucket}};
+  if (!broadcast_ranks_.empty()) args["group"] = "model_update";
+  if (!shm_ranks_.empty())
+    args["shm_dir"] = fmt::format("/dev/shm/roll-{}-{}/model_update", getpid(), config().exp_name.value_or("roll"));
+  auto send = train->call("broadcast_weights", runtime::Dispatch::one_to_all, runtime::Payload(args));
+  std::vector<std::future<runtime::Payload>> recv;
+  for (int r : broadcast_ranks_)
+    recv.push_back(infer->call_rank(r, "receive_weights",
+                                    runtime::Payload(nlohmann::json{{"group", "model_update"}, {"bucket_bytes", bucket}})));
+  auto sent = send.get_all();
+  for (auto& f : recv) runtime::wait_result(f, rpc_timeout(), "actor_infer.receive_weights");
+  if (!shm_ranks_.empty()) {
+    const std::string file = sent.at(0).args.at("file").get<std::string>();
+    std::vector<std::future<runtime::Payload>> loads;
+    for (int r : shm_ranks_)
+      loads.push_back(infer->call_rank(r, "load_weights_file", runtime::Payload(nlohmann::json{{"file", file}})));
+    for (auto& f : loads) runtime::wait_result(f, rpc_timeout(), "actor_infer.load_weights_file");
+  }
+  m["time/actor_train/model_update/total"] = seconds_since(t0);
+  return m;
+}
+
+Metrics PipelineBase::checkpoint(int64_t step) {
+  const auto& c = config();
+  Metrics m;
+  const bool due = step > 0 && ((c.save_steps > 0 && step % c.save_steps == 0) || step == c.max_steps - 1);
+  if (!due) return m;
+  const auto t0 = std::chrono::steady_clock::now();
+  const nlohmann::json args = {{"output_dir", c.output_dir}, {"step", step}};
+  std::vector<runtime::ClusterFuture> saves;
+  for (const char* name : {"actor_train", "critic"})
+    if (auto* cl = find_cluster(name)) saves.push_back(cl->call("do_checkpoint", runtime::Dispatch::one_to_all, runtime::Payload(args)));
+  for (auto& f : saves) f.get_all();
+  PipelineState st;
+  st.step = step;
+  st.log_history = nlohmann::json(history_);
+  st.kv = state_kv();
+  // Written last: its presence marks the checkpoint complete.
+  save_pipeline_state(pipeline_checkpoint_dir(c.output_dir, step), st);
+  prune_checkpoints(c.output_dir, c.max_ckpt_to_keep);
+  m["time/actor_train/do_checkpoint/total"] = seconds_since(t0);
+  log::info("checkpoint-{} saved under {}", step, c.output_dir);
+  return m;
+}
+
+void PipelineBase::resume(const std::string& dir) {
+  PipelineState st = load_pipeline_state(dir);
+  const std::string name = std::filesystem::path(dir).filename().string();
+  const std::string root = config().output_dir;
+  std::vector<runtime::ClusterFuture> loads;
+  for (const char* cl_name : {"actor_train", "critic"})
+    if (auto* cl = find_cluster(cl_name))
+      loads.push_back(cl->call("load_checkpoint", runtime::Dispatch::one_to_all,
+                               runtime::Payload(nlohmann::json{{"output_dir", root}, {"step", st.step}})));
+  for (auto& f : loads) f.get_all();
+  restore_kv(st.kv);
+  for (const auto& h : st.log_history) {
+    history_.push_back(h);
+    if (tracker_) tracker_->log(h.value("system/step", int64_t{0}), h);
+  }
+  start_step_ = st.step + 1;
+  log::info("resumed from {} ({}): continuing at step {}", dir, name, start_step_);
+}
+
+int PipelineBase::run() {
+  const auto& c = config();
+  tracker_ = track::make_tracker(c);
+  start_clusters();
+  on_started();
+  std::string resume_value;
+  if (c.resume_from_checkpoint && c.resume_from_checkpoint->is_scalar()) resume_value = c.resume_from_checkpoint->text();
+  if (auto dir = find_resume_checkpoint(resume_value, c.output_dir)) resume(*dir);
+
+  double last_step_s = 0;
+  for (int64_t step = start_step_; step < c.max_steps; ++step) {
+    const auto t0 = std::chrono::steady_clock::now();
+    log::info("pipeline step {} start...", step);
+    Metrics m = model_update(step);
+    m["time/step_model_update"] = m.count("time/actor_train/model_update/total") ? m["time/actor_train/model_update/total"] : 0.0;
+    if (has_validation() && c.eval_steps > 0 && step % c.eval_steps == 0) {
+      const auto tv = std::chrono::steady_clock::now();
+      for (auto& [k, v] : validate(step)) m[k] = v;
+      m["time/val_step"] = seconds_since(tv);
+    }
+    for (auto& [k, v] : run_step(step)) m[k] = v;
+    m["time/step_total"] = last_step_s;  // as ROLL: the previous step's wall time
+    m["system/step"] = static_cast<double>(step);
+    nlohmann::json record(m);
+    history_.push_back(record);
+    for (auto& [k, v] : checkpoint(step)) record[k] = v;
+    tracker_->log(step, record);
+    if (c.logging_steps > 0 && step % c.logging_steps == 0) log::info("metrics step {}: {}", step, record.dump());
+    last_step_s = seconds_since(t0);
+    log::info("pipeline step {} finished ({:.1f} s)", step, last_step_s);
+  }
+  tracker_->finish();
+  runtime_->shutdown();
+  log::info("pipeline complete!");
+  return 0;
+}
+
+}  // namespace roll::pipeline

@@ -1,0 +1,91 @@
+#pragma once
+// What every pipeline's driver does (spec 4.2-4.3, 6.3, 9): start the clusters of the placement
+// plan as worker processes, keep train and infer weights in sync every model_update_frequency
+// steps, run the step loop with validation every eval_steps, checkpoints every save_steps (and at
+// the last step), resume from a checkpoint, and log metrics to the tracker every step.
+// Subclasses implement the step.
+#include <chrono>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "roll/config/load.h"
+#include "roll/config/placement.h"
+#include "roll/pipeline/pipeline_state.h"
+#include "roll/runtime/cluster.h"
+#include "roll/runtime/runtime.h"
+
+namespace roll::track {
+class Tracker;
+}
+
+namespace roll::pipeline {
+
+using Metrics = std::map<std::string, double>;
+
+struct PipelineOptions {
+  std::string worker_executable;  // `roll` (its `worker` subcommand hosts the roles)
+  bool forward_worker_output = true;
+};
+
+class PipelineBase {
+ public:
+  PipelineBase(config::LoadedConfig loaded, config::LoadRequest request, PipelineOptions options);
+  virtual ~PipelineBase();
+
+  // Runs the whole job; returns the process exit code.
+  int run();
+
+  const config::PipelineConfig& config() const { return loaded_.config; }
+  const std::vector<nlohmann::json>& history() const { return history_; }
+
+ protected:
+  // One training step's work after the model update; returns its metrics.
+  virtual Metrics run_step(int64_t step) = 0;
+  virtual Metrics validate(int64_t step) { return {}; }
+  virtual bool has_validation() const { return false; }
+  // Extra resumable state of the subclass (dataset positions), saved in WorkerState.kv.
+  virtual nlohmann::json state_kv() const { return nlohmann::json::object(); }
+  virtual void restore_kv(const nlohmann::json& kv) {}
+  // Called once the clusters run, before the loop.
+  virtual void on_started() {}
+
+  runtime::Cluster& cluster(const std::string& name);
+  runtime::Cluster* find_cluster(const std::string& name);
+  std::chrono::milliseconds rpc_timeout() const;
+
+  // Pushes actor_train's weights to every actor_infer rank (spec 1.5): the broadcast group for
+  // ranks elsewhere, the shared-memory file for ranks on train rank 0's node and devices.
+  Metrics model_update(int64_t step);
+
+  config::LoadedConfig loaded_;
+  config::LoadRequest request_;
+  PipelineOptions options_;
+  config::PlacementPlan plan_;
+  std::unique_ptr<runtime::Runtime> runtime_;
+  std::map<std::string, std::shared_ptr<runtime::Cluster>> clusters_;
+  std::unique_ptr<track::Tracker> tracker_;
+  std::vector<nlohmann::json> history_;
+
+ private:
+  void start_clusters();
+  void setup_model_update();
+  Metrics checkpoint(int64_t step);
+  void resume(const std::string& dir);
+
+  int64_t start_step_ = 0;
+  bool model_update_ready_ = false;
+  std::vector<int> broadcast_ranks_, shm_ranks_;  // infer ranks per path
+};
+
+// The role each cluster of a plan runs (runtime role name).
+std::string role_of_cluster(const std::string& cluster);
+
+// Seconds since `t0`.
+double seconds_since(std::chrono::steady_clock::time_point t0);
+
+}  // namespace roll::pipeline

@@ -1,0 +1,35 @@
+#pragma once
+// The driver's resumable state (spec 9.1-9.2): ROLL's WorkerState as
+// <output_dir>/pipeline/checkpoint-<step>/pipeline/worker_state_pipeline.json =
+//   {step, log_history: [metrics per step], kv: {scheduler_state_<domain>: {...}, ...}}
+// written to a temporary file and renamed, so a crash never leaves half a state file.
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace roll::pipeline {
+
+struct PipelineState {
+  int64_t step = -1;  // the last step completed (-1: none)
+  nlohmann::json log_history = nlohmann::json::array();
+  nlohmann::json kv = nlohmann::json::object();
+};
+
+// <output_dir>/pipeline/checkpoint-<step>
+std::string pipeline_checkpoint_dir(const std::string& output_dir, int64_t step);
+void save_pipeline_state(const std::string& checkpoint_dir, const PipelineState& state);
+// Reads <checkpoint_dir>/pipeline/worker_state_pipeline.json; roll::Error naming the file when it
+// is missing or malformed.
+PipelineState load_pipeline_state(const std::string& checkpoint_dir);
+
+// The checkpoint `resume_from_checkpoint` names: a directory holding pipeline/worker_state_pipeline.json,
+// or "true"/"latest" for the newest complete checkpoint-N under <output_dir>/pipeline. nullopt when
+// the value is false/empty. A directory without a complete state is a roll::Error naming it.
+std::optional<std::string> find_resume_checkpoint(const std::string& value, const std::string& output_dir);
+
+// Deletes checkpoint-N folders of every sub-folder of output_dir but the newest `keep` (max_ckpt_to_keep > 0).
+void prune_checkpoints(const std::string& output_dir, int64_t keep);
+
+}  // namespace roll::pipeline

@@ -1,0 +1,152 @@
+#include "roll/pipeline/rlvr_metrics.h"
+
+#include <ATen/ATen.h>
+
+#include "roll/core/log.h"
+#include "roll/rl/advantage.h"
+#include "roll/rl/data_metrics.h"
+#include "roll/rl/estimator.h"
+#include "roll/rl/masks.h"
+
+namespace roll::pipeline {
+namespace {
+
+rl::NormType norm_of(const std::optional<std::string>& name) {
+  return name ? rl::parse_norm_type(*name) : rl::NormType::none;
+}
+
+at::Tensor float_mask(const Batch& b) { return b.tensor("response_mask").slice(1, 1).to(at::kFloat); }
+
+}  // namespace
+
+rl::MetricMap compute_domain_advantages(Batch& d, const config::PipelineConfig& c, const std::string& domain,
+                                        rl::RunningMomentsMap& running, rl::KlController& kl) {
+  const int64_t n = std::max<int64_t>(1, c.num_return_sequences_in_group);
+  const at::Tensor m = float_mask(d);
+  const at::Tensor scores = d.tensor("scores").to(at::kFloat);
+  rl::MetricMap out;
+
+  rl::SampleMaskParams sp;
+  sp.max_len_mask = c.max_len_mask;
+  sp.difficulty_mask = c.difficulty_mask;
+  sp.difficulty_low_threshold = c.difficulty_low_threshold;
+  sp.difficulty_high_threshold = c.difficulty_high_threshold;
+  sp.error_max_len_clip = c.error_max_len_clip;
+  sp.error_max_len_threshold = c.error_max_len_threshold;
+  sp.num_return_sequences = n;
+  rl::SampleMaskResult mask = rl::sample_level_mask(m, d.tensor("responses").size(1), scores, sp);
+  out.merge(mask.metrics);
+
+  rl::RewardPostprocessParams rp;
+  rp.adv_estimator = rl::parse_adv_estimator(c.adv_estimator);
+  rp.norm_mean_type = norm_of(c.norm_mean_type);
+  rp.norm_std_type = norm_of(c.norm_std_type);
+  rp.num_return_sequences = n;
+  rp.reward_clip = c.reward_clip;
+  rl::RewardPostprocessResult post = rl::reward_postprocess(scores, rp, running, domain);
+  out.merge(post.metrics);
+
+  rl::TokenRewardInputs ti;
+  ti.response_level_rewards = post.rewards;
+  ti.attention_mask = d.tensor("attention_mask");
+  ti.position_ids = d.tensor("position_ids");
+  ti.response_mask = m;
+  ti.old_log_probs = d.tensor("old_log_probs");
+  if (c.enable_reference) ti.ref_log_probs = d.tensor("ref_log_probs");
+  rl::TokenRewardParams tp;
+  tp.kl_penalty = rl::parse_kl_type(c.kl_penalty);
+  tp.add_token_level_kl = c.add_token_level_kl;
+  tp.reward_clip = c.reward_clip;
+  rl::TokenRewardResult tok = rl::compute_token_reward(ti, tp, kl);
+  out.merge(tok.metrics);
+
+  rl::AdvantageParams ap;
+  ap.estimator = rp.adv_estimator;
+  ap.gamma = c.gamma;
+  ap.lambd = c.lambd;
+  ap.whiten_rewards = c.whiten_rewards;
+  ap.whiten_advantages = c.whiten_advantages;
+  ap.advantage_clip = c.advantage_clip;
+  rl::AdvantageInputs ai;
+  ai.token_level_rewards = tok.token_level_rewards;
+  ai.mask = mask.final_response_mask;
+  if (d.has_tensor("values")) ai.values = d.tensor("values");
+  rl::AdvantageResult adv = rl::compute_advantage(ai, ap);
+  out.merge(adv.metrics);
+
+  d.set_tensor("final_response_mask", mask.final_response_mask);
+  d.set_tensor("response_level_rewards", post.rewards);
+  d.set_tensor("token_level_rewards", adv.token_level_rewards);
+  d.set_tensor("advantages", adv.advantages);
+  d.set_tensor("raw_advantages", adv.raw_advantages);
+  d.set_tensor("returns", adv.returns);
+  return out;
+}
+
+std::map<std::string, double> rollout_data_metrics(const Batch& b, int64_t n) {
+  rl::DataMetricsInputs in;
+  in.response_mask = float_mask(b);
+  in.final_response_mask = b.tensor("final_response_mask");
+  in.prompt_mask = b.tensor("prompt_mask");
+  in.max_response_length = b.tensor("responses").size(1);
+  in.scores = b.tensor("scores").to(at::kFloat);
+  in.token_level_rewards = b.tensor("token_level_rewards");
+  in.advantages = b.tensor("advantages");
+  in.raw_advantages = b.tensor("raw_advantages");
+  in.returns = b.tensor("returns");
+  if (b.has_tensor("values")) in.values = b.tensor("values");
+  rl::MetricMap all = rl::token_metrics(in);
+  all.merge(rl::value_metrics(in));
+  all.merge(rl::group_metrics(in, n));
+  return all.reduce();
+}
+
+std::map<std::string, double> validation_metrics(const Batch& scored) {
+  std::map<std::string, std::pair<double, int64_t>> per_tag;
+  const at::Tensor s = scored.tensor("scores").to(at::kFloat);
+  double correct = 0;
+  for (int64_t i = 0; i < scored.size(); ++i) {
+    const std::string tag = scored.has_column("tag") && scored.cell("tag", i).is_string() ? scored.get_string("tag", i)
+                                                                                         : scored.get_string("domain", i);
+    const double ok = s[i].item<double>() == 1.0 ? 1.0 : 0.0;
+    per_tag[tag].first += ok;
+    ++per_tag[tag].second;
+    correct += ok;
+  }
+  std::map<std::string, double> m;
+  for (const auto& [tag, v] : per_tag) {
+    m["val_correct/" + tag + "/mean"] = v.first / static_cast<double>(v.second);
+    log::info("val_correct/{}:  {:.4f}", tag, v.first / static_cast<double>(v.second));
+  }
+  m["val_correct/all/mean"] = scored.size() ? correct / static_cast<double>(scored.size()) : 0.0;
+  return m;
+}
+
+void merge_json_metrics(rl::MetricMap& into, const nlohmann::json& metrics) {
+  if (!metrics.is_object()) return;
+  for (const auto& [k, v] : metrics.items()) {
+    if (v.is_number()) into.add(k, v.get<double>());
+    else if (v.is_array())
+      for (const auto& x : v) {
+        if (x.is_number()) into.add(k, x.get<double>());
+        else if (x.is_array())
+          for (const auto& y : x)
+            if (y.is_number()) into.add(k, y.get<double>());
+      }
+  }
+}
+
+std::map<std::string, double> reduce_json_metrics(const nlohmann::json& metrics) {
+  rl::MetricMap m;
+  merge_json_metrics(m, metrics);
+  return m.reduce();
+}
+
+void log_samples(const Batch& batch, int64_t step, int64_t logging_steps) {
+  if (logging_steps <= 0 || step % logging_steps != 0) return;
+  for (int64_t i = 0; i < std::min<int64_t>(batch.size(), 2); ++i)
+    log::info("step {} sample {}: response {:?} score {}", step, i, batch.get_string("response_text", i).substr(0, 200),
+              batch.tensor("scores")[i].item<double>());
+}
+
+}  // namespace roll::pipeline

@@ -1,0 +1,35 @@
+#pragma once
+// The RLVR step's per-domain math (spec 4.3 step 9: sample mask -> reward postprocess -> token
+// reward -> advantage, with the domain's metrics) and the step's data metrics (spec 4.4), over the
+// rl/ functions.
+#include <map>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "roll/config/schema.h"
+#include "roll/core/batch.h"
+#include "roll/rl/kl.h"
+#include "roll/rl/metrics.h"
+#include "roll/rl/reward.h"
+
+namespace roll::pipeline {
+
+// Adds final_response_mask, response_level_rewards, token_level_rewards, advantages, raw_advantages
+// and returns to `d` (one domain's rows: scores, old/ref log-probs, masks; values with gae).
+rl::MetricMap compute_domain_advantages(Batch& d, const config::PipelineConfig& c, const std::string& domain,
+                                        rl::RunningMomentsMap& running, rl::KlController& kl);
+
+// token/*, critic/*, group/* (n > 1) over the whole step's batch.
+std::map<std::string, double> rollout_data_metrics(const Batch& batch, int64_t n);
+// val_correct/<tag>/mean and val_correct/all/mean: the share of samples scoring 1.
+std::map<std::string, double> validation_metrics(const Batch& scored);
+
+// Worker results carry meta "metrics" as {name: [values...]} (or numbers).
+void merge_json_metrics(rl::MetricMap& into, const nlohmann::json& metrics);
+std::map<std::string, double> reduce_json_metrics(const nlohmann::json& metrics);
+
+// Logs the first few prompt/response pairs of the step every `logging_steps` steps.
+void log_samples(const Batch& batch, int64_t step, int64_t logging_steps);
+
+}  // namespace roll::pipeline

@@ -1,0 +1,29 @@
+#pragma once
+// Finished generations -> the training Batch (spec 1.6 postprocess_generate, 1.8 layout):
+//   input_ids, attention_mask, position_ids, response_mask, prompt_mask  [B·n, S], right padded:
+//     prompt tokens (left padding removed) then the response, cut at S;
+//   prompts [B·n, prompt_length] (as collated, left padded), responses [B·n, S − prompt_length];
+//   infer_logprobs [B·n, S−1]: the engine's log-prob of response token k at column prompt_len − 1 + k;
+//   every prompt column repeated per sample, plus prompt_text, response_text (special tokens kept),
+//   finish_reason, sample_uuid and prompt_id (the prompt's row).
+#include <cstdint>
+#include <vector>
+
+#include "roll/core/batch.h"
+#include "roll/engine/request.h"
+
+namespace roll::model {
+class Tokenizer;
+}
+
+namespace roll::pipeline {
+
+struct GeneratedPrompt {
+  std::vector<int32_t> prompt;               // unpadded prompt ids
+  std::vector<engine::SampleOutput> samples;  // n of them
+};
+
+Batch build_rollout_batch(const Batch& prompts, const std::vector<GeneratedPrompt>& generated, int64_t sequence_length,
+                          int64_t prompt_length, int32_t pad_id, const model::Tokenizer& tokenizer);
+
+}  // namespace roll::pipeline
