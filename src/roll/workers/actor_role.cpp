@@ -138,6 +138,7 @@ ActorTrainer::ActorTrainer(const config::PipelineConfig& pipeline, const config:
   Impl& s = *impl_;
   s.name = role_name(actor, "actor_train");
   check_role_rank(s.name, rank, world_size, group);
+  check_train_features(actor, s.name);
   s.agentic = agentic_loss(pipeline);
   s.loss = policy_loss_params(pipeline, actor);
   s.train_infer = train_infer_params(pipeline);

@@ -40,6 +40,7 @@ CriticTrainer::CriticTrainer(const config::PipelineConfig& pipeline, const confi
   Impl& s = *impl_;
   s.name = role_name(critic, "critic");
   check_role_rank(s.name, rank, world_size, group);
+  check_train_features(critic, s.name);
   if (pipeline.value_clip && *pipeline.value_clip < 0)
     throw ConfigError("value_clip", fmt::format("value_clip must be >= 0, got {}", *pipeline.value_clip));
   s.value_clip = pipeline.value_clip;
