@@ -7,9 +7,6 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
-#include <filesystem>
-#include <fstream>
-
 #include "multiprocess.h"
 #include "roll/core/error.h"
 #include "roll/rl/policy_loss.h"
@@ -18,7 +15,6 @@
 #include "roll/train/strategy.h"
 #include "roll/workers/actor_role.h"
 #include "roll/workers/loss_params_from_config.h"
-#include "roll/workers/metrics_json.h"
 #include "roll/workers/reference_role.h"
 #include "workers_test_util.h"
 
@@ -345,21 +341,15 @@ TEST(WorkersActorTrainStep, TwoRanksMatchSingleProcessReferenceForEveryVariant) 
       workers::ActorTrainer actor(cfg, cfg.actor_train, model_dir, rank, world, pg, to_options(c));
       const Batch out = actor.train_step(full.slice(rank * share, (rank + 1) * share));
       const model::NamedTensors params = actor.strategy().full_parameters();
-      const std::string file = fmt::format("{}/case{}.rank{}.json", ctx->dir, index++, rank);
-      std::ofstream(file) << out.meta.at("metrics").dump();
+      const std::string prefix = fmt::format("{}/case{}", ctx->dir, index++);
+      write_rank_metrics(prefix, rank, out);
       pg->barrier();
       if (rank != 0) continue;
 
       // The pipeline's view: the ranks' metric lists concatenated, then reduced by their tags.
-      rl::MetricMap got;
       std::vector<double> grad_norms;
-      for (int r = 0; r < world; ++r) {
-        std::ifstream in(fmt::format("{}/case{}.rank{}.json", ctx->dir, index - 1, r));
-        rl::MetricMap part = workers::metrics_from_json(nlohmann::json::parse(in));
-        if (r == 0) grad_norms = part.at("actor_train/grad_norm");
-        got.merge(part);
-      }
-      const std::map<std::string, double> got_reduced = got.reduce();
+      const std::map<std::string, double> got_reduced =
+          read_rank_metrics(prefix, world, "actor_train/grad_norm", &grad_norms).reduce();
       const ReferenceRun ref = reference_actor(c, model_dir, full, world);
 
       expect_metrics_near(got_reduced, ref.metrics, 1e-5, 1e-6, c.label);
@@ -389,15 +379,17 @@ TEST(WorkersActorTrainStep, TwoRanksMatchSingleProcessReferenceForEveryVariant) 
     }
     return;
   }
+  ScratchDir tmp;
   RunOptions o;
-  o.dir = make_scratch_dir();
+  o.dir = tmp.path;
   o.timeout_s = 110;
   write_model(o.dir + "/model");
   expect_all_ok(run_ranks(2, o));
 }
 
 TEST(WorkersActorLogProbs, ComputeLogProbsEqualsTheModelsLogProbsOfTheTokens) {
-  const std::string dir = write_model(make_scratch_dir() + "/model");
+  ScratchDir tmp;
+  const std::string dir = write_model(tmp.path + "/model");
   auto m0 = model::Transformer::load(dir, at::kFloat);
   const Batch batch = worker_batch(*m0, kDataSeed);
   config::PipelineConfig p;
@@ -418,7 +410,8 @@ TEST(WorkersActorLogProbs, ComputeLogProbsEqualsTheModelsLogProbsOfTheTokens) {
 }
 
 TEST(WorkersActorReference, LogProbsEqualTheModelsAndOnlyForwardStrategiesAreAccepted) {
-  const std::string dir = write_model(make_scratch_dir() + "/model");
+  ScratchDir tmp;
+  const std::string dir = write_model(tmp.path + "/model");
   auto m0 = model::Transformer::load(dir, at::kFloat);
   const Batch batch = worker_batch(*m0, kDataSeed);
   config::PipelineConfig p;
@@ -446,7 +439,8 @@ TEST(WorkersActorReference, LogProbsEqualTheModelsAndOnlyForwardStrategiesAreAcc
 }
 
 TEST(WorkersActorCheckpoint, SavedStateLoadsIntoAFreshTrainer) {
-  const std::string root = make_scratch_dir();
+  ScratchDir tmp;
+  const std::string root = tmp.path;
   const std::string dir = write_model(root + "/model");
   auto m0 = model::Transformer::load(dir, at::kFloat);
   const Batch batch = worker_batch(*m0, kDataSeed);
@@ -492,7 +486,8 @@ TEST(WorkersActorConfig, ErrorsNameTheKeyOrTheTensor) {
   p.actor_train.pg_variant = "kimi15";
   EXPECT_EQ(workers::policy_loss_params(p, p.actor_train).pg_variant, rl::PgVariant::ppo);
 
-  const std::string dir = write_model(make_scratch_dir() + "/model");
+  ScratchDir tmp;
+  const std::string dir = write_model(tmp.path + "/model");
   p = to_config(c);
   p.actor_train.use_dynamic_batching_in_train = true;
   EXPECT_THROW(workers::ActorTrainer(p, p.actor_train, dir, 0, 1, nullptr, to_options(c)), NotSupportedError);

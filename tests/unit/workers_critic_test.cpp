@@ -3,17 +3,13 @@
 // order and the optimizer by hand.
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
-#include <fmt/format.h>
 #include <gtest/gtest.h>
-
-#include <fstream>
 
 #include "multiprocess.h"
 #include "roll/core/error.h"
 #include "roll/rl/critic_loss.h"
 #include "roll/train/strategy.h"
 #include "roll/workers/critic_role.h"
-#include "roll/workers/metrics_json.h"
 #include "workers_test_util.h"
 
 using namespace roll;
@@ -129,18 +125,13 @@ TEST(WorkersCriticTrainStep, TwoRanksWithValueClipMatchSingleProcessReference) {
     workers::CriticTrainer critic(cfg, cfg.critic, model_dir, rank, world, pg, critic_options());
     const Batch out = critic.train_step(full.slice(rank * share, (rank + 1) * share));
     const model::NamedTensors params = critic.strategy().full_parameters();
-    std::ofstream(fmt::format("{}/critic.rank{}.json", ctx->dir, rank)) << out.meta.at("metrics").dump();
+    const std::string prefix = ctx->dir + "/critic";
+    write_rank_metrics(prefix, rank, out);
     pg->barrier();
     if (rank != 0) return;
 
-    rl::MetricMap got;
     std::vector<double> grad_norms;
-    for (int r = 0; r < world; ++r) {
-      std::ifstream in(fmt::format("{}/critic.rank{}.json", ctx->dir, r));
-      rl::MetricMap part = workers::metrics_from_json(nlohmann::json::parse(in));
-      if (r == 0) grad_norms = part.at("critic/grad_norm");
-      got.merge(part);
-    }
+    const rl::MetricMap got = read_rank_metrics(prefix, world, "critic/grad_norm", &grad_norms);
     const ReferenceRun ref = reference_critic(model_dir, full, world);
     expect_metrics_near(got.reduce(), ref.metrics, 1e-5, 1e-7, "critic");
     EXPECT_GT(ref.metrics.at("critic/clipfrac"), 0.05) << "the value clip never bound";
@@ -154,15 +145,17 @@ TEST(WorkersCriticTrainStep, TwoRanksWithValueClipMatchSingleProcessReference) {
         << "the reference did not train the value head";
     return;
   }
+  ScratchDir tmp;
   RunOptions o;
-  o.dir = make_scratch_dir();
+  o.dir = tmp.path;
   o.timeout_s = 90;
   write_model(o.dir + "/model");
   expect_all_ok(run_ranks(2, o));
 }
 
 TEST(WorkersCriticValues, ComputeValuesEqualsTheValueHeadWithoutTheLastPosition) {
-  const std::string dir = write_model(make_scratch_dir() + "/model");
+  ScratchDir tmp;
+  const std::string dir = write_model(tmp.path + "/model");
   const Batch batch = critic_batch(dir);
   const config::PipelineConfig cfg = critic_config();
   workers::CriticTrainer critic(cfg, cfg.critic, dir, 0, 1, nullptr);
@@ -177,7 +170,8 @@ TEST(WorkersCriticValues, ComputeValuesEqualsTheValueHeadWithoutTheLastPosition)
 }
 
 TEST(WorkersCriticTrainStep, MissingReturnsIsAnErrorNamingTheTensor) {
-  const std::string dir = write_model(make_scratch_dir() + "/model");
+  ScratchDir tmp;
+  const std::string dir = write_model(tmp.path + "/model");
   Batch batch = critic_batch(dir);
   batch.erase_tensor("returns");
   const config::PipelineConfig cfg = critic_config();

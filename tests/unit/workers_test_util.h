@@ -7,6 +7,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <string>
 #include <utility>
@@ -15,11 +17,25 @@
 #include "roll/core/batch.h"
 #include "roll/model/transformer.h"
 #include "roll/rl/metrics.h"
+#include "roll/workers/metrics_json.h"
+#include "multiprocess.h"
 #include "train_test_util.h"
 
 namespace roll::test {
 
 constexpr int64_t kWorkerRows = 8, kWorkerSeq = 24, kWorkerPrompt = 6;
+
+// A fresh directory under /tmp, removed with everything in it when the test is done.
+struct ScratchDir {
+  std::string path = make_scratch_dir();
+  ScratchDir() = default;
+  ScratchDir(const ScratchDir&) = delete;
+  ScratchDir& operator=(const ScratchDir&) = delete;
+  ~ScratchDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+};
 
 // log p(input_ids[:, t+1]) and the entropy of the full softmax, [B, S-1], from Transformer::logits.
 inline std::pair<at::Tensor, at::Tensor> full_log_probs(const model::Transformer& m, const at::Tensor& ids,
@@ -140,6 +156,25 @@ inline std::vector<at::Tensor> parameter_list(const model::Transformer& m) {
   std::vector<at::Tensor> out;
   for (const auto& [name, t] : m.named_parameters()) out.push_back(t);
   return out;
+}
+
+// Multi-process tests: every rank writes its train_step metrics to <prefix>.rank<r>.json; rank 0
+// then reads them all (after a barrier) and concatenates them in rank order, as the pipeline's
+// Batch::concat does. `rank0_key` (a per-step metric) is also returned as rank 0 reported it.
+inline void write_rank_metrics(const std::string& prefix, int rank, const Batch& out) {
+  std::ofstream(prefix + ".rank" + std::to_string(rank) + ".json") << out.meta.at("metrics").dump();
+}
+
+inline rl::MetricMap read_rank_metrics(const std::string& prefix, int world, const std::string& rank0_key,
+                                       std::vector<double>* rank0_values) {
+  rl::MetricMap all;
+  for (int r = 0; r < world; ++r) {
+    std::ifstream in(prefix + ".rank" + std::to_string(r) + ".json");
+    rl::MetricMap part = workers::metrics_from_json(nlohmann::json::parse(in));
+    if (r == 0) *rank0_values = part.at(rank0_key);
+    all.merge(part);
+  }
+  return all;
 }
 
 // Same keys; each value within rel·|want| + abs.

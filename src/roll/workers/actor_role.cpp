@@ -159,9 +159,7 @@ Batch ActorTrainer::train_step(const Batch& batch) {
   Impl& s = *impl_;
   const std::string& role = s.name;
   if (batch.empty()) throw Error(fmt::format("{}: train_step got an empty batch", role));
-  if (!batch.has_tensor("response_mask"))
-    throw Error(fmt::format("{}: train_step needs the batch's 'response_mask' (tensors: [{}])", role,
-                            fmt::join(batch.tensor_keys(), ", ")));
+  batch_tensor(batch, "response_mask", role);  // train_step masks with it; no attention_mask fallback
   Impl::Inputs in;
   in.fwd = forward_inputs(batch, role);
   in.m = token_mask(batch, role);

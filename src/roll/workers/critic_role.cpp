@@ -76,9 +76,7 @@ Batch CriticTrainer::train_step(const Batch& batch) {
   Impl& s = *impl_;
   const std::string& role = s.name;
   if (batch.empty()) throw Error(fmt::format("{}: train_step got an empty batch", role));
-  if (!batch.has_tensor("response_mask"))
-    throw Error(fmt::format("{}: train_step needs the batch's 'response_mask' (tensors: [{}])", role,
-                            fmt::join(batch.tensor_keys(), ", ")));
+  batch_tensor(batch, "response_mask", role);  // train_step masks with it; no attention_mask fallback
   const ForwardInputs in = forward_inputs(batch, role);
   const at::Tensor m = token_mask(batch, role);
   const at::Tensor old_values = token_tensor(batch, "values", role);

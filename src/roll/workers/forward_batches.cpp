@@ -10,22 +10,22 @@ namespace {
 
 std::string shape(const at::Tensor& t) { return c10::str(t.sizes()); }
 
-const at::Tensor& need(const Batch& batch, const std::string& key, const std::string& role) {
+}  // namespace
+
+const at::Tensor& batch_tensor(const Batch& batch, const std::string& key, const std::string& role) {
   if (!batch.has_tensor(key))
     throw Error(fmt::format("{}: the batch has no tensor '{}' (tensors: [{}])", role, key,
                             fmt::join(batch.tensor_keys(), ", ")));
   return batch.tensor(key);
 }
 
-}  // namespace
-
 ForwardInputs ForwardInputs::rows(int64_t begin, int64_t end) const {
   return {input_ids.slice(0, begin, end), attention_mask.slice(0, begin, end), position_ids.slice(0, begin, end)};
 }
 
 ForwardInputs forward_inputs(const Batch& batch, const std::string& role) {
-  ForwardInputs in{need(batch, "input_ids", role), need(batch, "attention_mask", role),
-                   need(batch, "position_ids", role)};
+  ForwardInputs in{batch_tensor(batch, "input_ids", role), batch_tensor(batch, "attention_mask", role),
+                   batch_tensor(batch, "position_ids", role)};
   if (in.input_ids.dim() != 2 || in.input_ids.size(1) < 2)
     throw Error(fmt::format("{}: input_ids must be [B, S] with S >= 2, got {}", role, shape(in.input_ids)));
   for (const auto& [name, t] : {std::pair<const char*, const at::Tensor&>{"attention_mask", in.attention_mask},
@@ -37,15 +37,15 @@ ForwardInputs forward_inputs(const Batch& batch, const std::string& role) {
 
 at::Tensor token_mask(const Batch& batch, const std::string& role) {
   const char* key = batch.has_tensor("response_mask") ? "response_mask" : "attention_mask";
-  const at::Tensor& full = need(batch, key, role);
+  const at::Tensor& full = batch_tensor(batch, key, role);
   if (full.dim() != 2 || full.size(1) < 2)
     throw Error(fmt::format("{}: {} must be [B, S] with S >= 2, got {}", role, key, shape(full)));
   return full.slice(1, 1, full.size(1)).to(at::kFloat);
 }
 
 at::Tensor token_tensor(const Batch& batch, const std::string& key, const std::string& role) {
-  const at::Tensor& t = need(batch, key, role);
-  const at::Tensor& ids = need(batch, "input_ids", role);
+  const at::Tensor& t = batch_tensor(batch, key, role);
+  const at::Tensor& ids = batch_tensor(batch, "input_ids", role);
   if (t.dim() != 2 || t.size(0) != ids.size(0) || t.size(1) != ids.size(1) - 1)
     throw Error(fmt::format("{}: {} must be [B, S-1] = [{}, {}] (aligned with predicting token t+1), got {}", role,
                             key, ids.size(0), ids.size(1) - 1, shape(t)));

@@ -15,6 +15,9 @@
 
 namespace roll::workers {
 
+// The batch's tensor `key`; an error names the role, the key and the tensors the batch has.
+const at::Tensor& batch_tensor(const Batch& batch, const std::string& key, const std::string& role);
+
 // input_ids, attention_mask, position_ids: [B, S] each (position_ids as the pipeline wrote them).
 struct ForwardInputs {
   at::Tensor input_ids, attention_mask, position_ids;
