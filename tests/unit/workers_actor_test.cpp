@@ -377,6 +377,16 @@ TEST(WorkersActorTrainStep, TwoRanksMatchSingleProcessReferenceForEveryVariant) 
       EXPECT_GT(max_abs_diff(ref.params[1].second, m0->named_parameters()[1].second), 100 * tol)
           << "the reference did not train";
     }
+    // Unequal shards would leave the ranks waiting on different collectives: every rank refuses.
+    const ActorCase c;
+    const config::PipelineConfig cfg = to_config(c);
+    workers::ActorTrainer actor(cfg, cfg.actor_train, model_dir, rank, world, pg, to_options(c));
+    try {
+      actor.train_step(full.slice(0, rank == 0 ? 3 : 4));
+      ADD_FAILURE() << "rank " << rank << " trained on an unequal shard";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("different numbers of rows"), std::string::npos) << e.what();
+    }
     return;
   }
   ScratchDir tmp;

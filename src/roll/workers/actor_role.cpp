@@ -158,6 +158,7 @@ ActorTrainer::~ActorTrainer() = default;
 Batch ActorTrainer::train_step(const Batch& batch) {
   Impl& s = *impl_;
   const std::string& role = s.name;
+  check_equal_rows(batch.size(), s.norm_group.get(), role);  // first: a rank-local error would hang the others
   if (batch.empty()) throw Error(fmt::format("{}: train_step got an empty batch", role));
   batch_tensor(batch, "response_mask", role);  // train_step masks with it; no attention_mask fallback
   Impl::Inputs in;

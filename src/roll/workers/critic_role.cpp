@@ -75,6 +75,7 @@ Batch CriticTrainer::compute_values(const Batch& batch) {
 Batch CriticTrainer::train_step(const Batch& batch) {
   Impl& s = *impl_;
   const std::string& role = s.name;
+  check_equal_rows(batch.size(), s.norm_group.get(), role);  // first: a rank-local error would hang the others
   if (batch.empty()) throw Error(fmt::format("{}: train_step got an empty batch", role));
   batch_tensor(batch, "response_mask", role);  // train_step masks with it; no attention_mask fallback
   const ForwardInputs in = forward_inputs(batch, role);
