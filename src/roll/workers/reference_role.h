@@ -1,0 +1,40 @@
+#pragma once
+// The reference model (ROLL's `reference` cluster): forward-only log-probs of a frozen policy, for
+// hf_infer and the forward-only mappings of megatron_infer / fsdp2_infer / deepspeed_infer (and
+// the *_train names, run forward-only: the reference never trains). No optimizer state and no
+// process group: the dispatcher splits the batch over the ranks, each computes its share.
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "roll/config/schema.h"
+#include "roll/core/batch.h"
+
+namespace roll::model {
+class Transformer;
+}
+
+namespace roll::workers {
+
+class ReferenceRole {
+ public:
+  // Loads `model_dir` in reference.model_args.dtype. A strategy_name outside the list above is a
+  // ConfigError naming <role>.strategy_args.strategy_name.
+  ReferenceRole(const config::PipelineConfig& pipeline, const config::WorkerConfig& reference,
+                const std::string& model_dir);
+  ~ReferenceRole();
+
+  // No grad, in infer_batch_size micro-batches: log_probs and entropy [B, S-1] × response_mask[:, 1:]
+  // (the pipeline renames log_probs to ref_log_probs, as ROLL).
+  Batch compute_log_probs(const Batch& batch);
+
+  const std::string& name() const;  // reference unless the worker config names it
+  model::Transformer& model();
+
+ private:
+  std::string name_;
+  int64_t infer_batch_size_ = 16;
+  std::shared_ptr<model::Transformer> model_;
+};
+
+}  // namespace roll::workers
