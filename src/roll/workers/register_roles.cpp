@@ -5,6 +5,7 @@ namespace roll::workers {
 void register_builtin_roles() {
   register_infer_role();
   register_reward_role();
+  register_train_roles();
 }
 
 }  // namespace roll::workers

@@ -8,5 +8,6 @@ void register_builtin_roles();
 // One per role file.
 void register_infer_role();
 void register_reward_role();
+void register_train_roles();
 
 }  // namespace roll::workers

@@ -1,0 +1,156 @@
+// The training-side roles hosted by worker processes (spec 1.2): actor_train (ActorTrainer),
+// critic (CriticTrainer) and reference (ReferenceRole), bound to RPC methods the pipelines call:
+//   actor_train  train_step, compute_log_probs (DP_MP_COMPUTE); setup_model_update,
+//                broadcast_weights (ONE_TO_ALL: every rank gathers, rank 0 sends); do_checkpoint,
+//                load_checkpoint {output_dir, step} -> <output_dir>/<worker name>/checkpoint-<step>
+//   critic       compute_values, train_step, do_checkpoint, load_checkpoint
+//   reference    compute_log_probs
+#include <fmt/format.h>
+
+#include <map>
+
+#include "roll/comm/process_group.h"
+#include "roll/comm/store.h"
+#include "roll/core/error.h"
+#include "roll/core/log.h"
+#include "roll/runtime/role.h"
+#include "roll/runtime/rpc_server.h"
+#include "roll/train/strategy.h"
+#include "roll/workers/actor_role.h"
+#include "roll/workers/critic_role.h"
+#include "roll/workers/reference_role.h"
+#include "roll/workers/register_roles.h"
+#include "roll/workers/role_config.h"
+#include "roll/workers/weight_sync.h"
+
+namespace roll::workers {
+namespace {
+
+using runtime::Payload;
+
+const config::PipelineConfig& pipeline_of(const runtime::WorkerContext& ctx) {
+  if (!ctx.config) throw Error("worker " + ctx.worker_name + ": the " + ctx.cluster + " role needs the job's config");
+  return ctx.config->config;
+}
+
+// The role's data-parallel group (null for one rank): every rank of the cluster joins it.
+std::shared_ptr<comm::ProcessGroup> dp_group(const runtime::WorkerContext& ctx) {
+  if (ctx.world_size <= 1) return nullptr;
+  comm::GroupOptions go;
+  go.name = ctx.cluster + "_dp";
+  go.timeout = std::chrono::seconds(std::max<int64_t>(60, pipeline_of(ctx).rpc_timeout));
+  return comm::ProcessGroup::create(ctx.store, ctx.rank, ctx.world_size, go);
+}
+
+Payload batch_result(Batch b) { return Payload(std::move(b)); }
+
+const Batch& need_batch(const Payload& p, const char* method) {
+  if (!p.batch) throw Error(std::string(method) + " needs a Batch");
+  return *p.batch;
+}
+
+std::string checkpoint_root(const runtime::WorkerContext& ctx, const Payload& p) {
+  return p.args.at("output_dir").get<std::string>() + "/" + ctx.worker_name;
+}
+
+class ActorTrainRole : public runtime::Role {
+ public:
+  explicit ActorTrainRole(runtime::WorkerContext& ctx)
+      : ctx_(ctx),
+        actor_(pipeline_of(ctx), worker_config_of(pipeline_of(ctx), ctx.cluster), model_dir_of(ctx), ctx.rank,
+               ctx.world_size, dp_group(ctx)) {
+    log::info("{}: {}", ctx.worker_name, actor_.strategy().describe());
+  }
+
+  void bind(runtime::RpcServer& s) override {
+    s.on_call("train_step", [this](Payload p) { return batch_result(actor_.train_step(need_batch(p, "train_step"))); });
+    s.on_call("compute_log_probs",
+              [this](Payload p) { return batch_result(actor_.compute_log_probs(need_batch(p, "compute_log_probs"))); });
+    s.on_call("setup_model_update", [this](Payload p) {
+      if (ctx_.rank != 0) return Payload();  // only train rank 0 sends
+      comm::GroupOptions go;
+      go.name = p.args.at("group").get<std::string>();
+      go.timeout = std::chrono::seconds(p.args.value("timeout_s", 600));
+      update_group_ = comm::ProcessGroup::create(ctx_.store, 0, p.args.at("world_size").get<int>(), go);
+      return Payload();
+    });
+    s.on_call("broadcast_weights", [this](Payload p) {
+      const auto t0 = std::chrono::steady_clock::now();
+      model::NamedTensors full = actor_.strategy().full_parameters();  // collective over the DP ranks
+      nlohmann::json out = nlohmann::json::object();
+      if (ctx_.rank == 0) {
+        if (p.args.contains("group")) {
+          if (!update_group_) throw Error("broadcast_weights: setup_model_update was not called");
+          SyncStats st;
+          broadcast_weights(*update_group_, 0, &full, p.args.at("bucket_bytes").get<int64_t>(), &st);
+          out["bytes"] = st.bytes;
+          out["buckets"] = st.buckets;
+        }
+        if (p.args.contains("shm_dir")) out["file"] = write_weights_file(p.args["shm_dir"].get<std::string>(), full);
+      }
+      out["seconds"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      return Payload(out);
+    });
+    s.on_call("do_checkpoint", [this](Payload p) {
+      return Payload(nlohmann::json{{"dir", actor_.save_checkpoint(checkpoint_root(ctx_, p), p.args.at("step").get<int64_t>())}});
+    });
+    s.on_call("load_checkpoint", [this](Payload p) {
+      actor_.load_checkpoint(fmt::format("{}/checkpoint-{}", checkpoint_root(ctx_, p), p.args.at("step").get<int64_t>()));
+      return Payload();
+    });
+  }
+
+ private:
+  runtime::WorkerContext& ctx_;
+  ActorTrainer actor_;
+  std::shared_ptr<comm::ProcessGroup> update_group_;
+};
+
+class CriticRole : public runtime::Role {
+ public:
+  explicit CriticRole(runtime::WorkerContext& ctx)
+      : ctx_(ctx),
+        critic_(pipeline_of(ctx), worker_config_of(pipeline_of(ctx), ctx.cluster), model_dir_of(ctx), ctx.rank,
+                ctx.world_size, dp_group(ctx)) {}
+
+  void bind(runtime::RpcServer& s) override {
+    s.on_call("compute_values",
+              [this](Payload p) { return batch_result(critic_.compute_values(need_batch(p, "compute_values"))); });
+    s.on_call("train_step", [this](Payload p) { return batch_result(critic_.train_step(need_batch(p, "train_step"))); });
+    s.on_call("do_checkpoint", [this](Payload p) {
+      return Payload(nlohmann::json{{"dir", critic_.save_checkpoint(checkpoint_root(ctx_, p), p.args.at("step").get<int64_t>())}});
+    });
+    s.on_call("load_checkpoint", [this](Payload p) {
+      critic_.load_checkpoint(fmt::format("{}/checkpoint-{}", checkpoint_root(ctx_, p), p.args.at("step").get<int64_t>()));
+      return Payload();
+    });
+  }
+
+ private:
+  runtime::WorkerContext& ctx_;
+  CriticTrainer critic_;
+};
+
+class ReferenceWorkerRole : public runtime::Role {
+ public:
+  explicit ReferenceWorkerRole(runtime::WorkerContext& ctx)
+      : reference_(pipeline_of(ctx), worker_config_of(pipeline_of(ctx), ctx.cluster), model_dir_of(ctx)) {}
+
+  void bind(runtime::RpcServer& s) override {
+    s.on_call("compute_log_probs",
+              [this](Payload p) { return batch_result(reference_.compute_log_probs(need_batch(p, "compute_log_probs"))); });
+  }
+
+ private:
+  ReferenceRole reference_;
+};
+
+}  // namespace
+
+void register_train_roles() {
+  runtime::register_role("actor_train", [](runtime::WorkerContext& c) { return std::make_unique<ActorTrainRole>(c); });
+  runtime::register_role("critic", [](runtime::WorkerContext& c) { return std::make_unique<CriticRole>(c); });
+  runtime::register_role("reference", [](runtime::WorkerContext& c) { return std::make_unique<ReferenceWorkerRole>(c); });
+}
+
+}  // namespace roll::workers
