@@ -158,6 +158,32 @@ TEST(ModelTransformer, ChunkedLogProbsEqualFullLogits) {
   }
 }
 
+// Log-probs of the needed rows only (the RL response mask): equal to the full path there, 0
+// elsewhere, and the same gradients for a loss that reads only needed positions.
+TEST(ModelTransformer, NeededRowsOnlyEqualFullPathOnThoseRows) {
+  auto c = small_config(Architecture::qwen2, false);
+  auto m = perturbed(c, 11);
+  m->set_requires_grad(true);
+  auto in = mixed_padding(c.vocab_size);
+  at::Tensor needed = (at::rand({in.ids.size(0), in.ids.size(1) - 1}) > 0.5).to(at::kFloat);
+  auto run = [&](bool only) {
+    for (auto& [n, t] : m->named_parameters())
+      if (t.grad().defined()) t.mutable_grad().zero_();
+    auto lp = m->token_log_probs(in.ids, in.mask, in.pos, true, false, 5, only ? needed : at::Tensor());
+    ((lp.log_probs * needed).sum() + 0.3 * (lp.entropy * needed).sum()).backward();
+    std::vector<at::Tensor> gs;
+    for (auto& [n, t] : m->named_parameters()) gs.push_back(t.grad().clone());
+    return std::make_tuple(lp.log_probs.detach(), lp.entropy.detach(), gs);
+  };
+  auto [full_lp, full_ent, full_g] = run(false);
+  auto [lp, ent, g] = run(true);
+  EXPECT_LT((lp - full_lp * needed).abs().max().item<float>(), 1e-5);
+  EXPECT_LT((ent - full_ent * needed).abs().max().item<float>(), 1e-4);
+  EXPECT_EQ((lp * (1 - needed)).abs().max().item<float>(), 0.0f);
+  for (size_t i = 0; i < g.size(); ++i)
+    EXPECT_TRUE(at::allclose(g[i], full_g[i], 1e-4, 1e-5)) << m->named_parameters()[i].first;
+}
+
 TEST(ModelTransformer, ChunkedAndCheckpointedGradientsEqualPlainAutograd) {
   auto c = small_config(Architecture::qwen3, true);
   auto m = perturbed(c, 9);

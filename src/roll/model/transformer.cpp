@@ -299,14 +299,27 @@ at::Tensor Transformer::logits(const at::Tensor& input_ids, const at::Tensor& at
 
 TokenLogProbs Transformer::token_log_probs(const at::Tensor& input_ids, const at::Tensor& attention_mask,
                                            const at::Tensor& position_ids, bool with_entropy,
-                                           bool gradient_checkpointing, int64_t chunk_tokens) const {
+                                           bool gradient_checkpointing, int64_t chunk_tokens,
+                                           const at::Tensor& needed) const {
   if (!head_.defined()) throw Error("this model has a value head and no LM head");
   at::Tensor h = hidden_states(input_ids, attention_mask, position_ids, gradient_checkpointing);
   const int64_t B = h.size(0), T = h.size(1);
   if (T < 2) throw Error("token_log_probs needs sequences of at least 2 tokens");
   at::Tensor rows = h.slice(1, 0, T - 1).reshape({B * (T - 1), h.size(2)});
   at::Tensor targets = input_ids.slice(1, 1, T).reshape({B * (T - 1)}).to(at::kLong);
-  auto [logp, ent] = chunked_token_log_probs(rows, head_, targets, with_entropy, chunk_tokens);
+  at::Tensor logp, ent;
+  if (needed.defined() && (needed != 0).any().item<bool>()) {
+    if (needed.size(0) != B || needed.size(1) != T - 1)
+      throw Error("token_log_probs: `needed` must be [B, T-1] like the log-probs");
+    // Only the used rows go through the LM head; the rest are scattered back as zeros.
+    at::Tensor idx = at::nonzero(needed.reshape({B * (T - 1)}) != 0).reshape({-1});
+    auto [lp_sel, ent_sel] = chunked_token_log_probs(rows.index_select(0, idx), head_, targets.index_select(0, idx),
+                                                     with_entropy, chunk_tokens);
+    logp = at::zeros({B * (T - 1)}, lp_sel.options()).index_copy(0, idx, lp_sel);
+    if (with_entropy) ent = at::zeros({B * (T - 1)}, ent_sel.options()).index_copy(0, idx, ent_sel);
+  } else {
+    std::tie(logp, ent) = chunked_token_log_probs(rows, head_, targets, with_entropy, chunk_tokens);
+  }
   TokenLogProbs out;
   out.log_probs = logp.view({B, T - 1});
   if (with_entropy) out.entropy = ent.view({B, T - 1});

@@ -71,7 +71,10 @@ class Transformer {
   // head runs over chunks of `chunk_tokens` rows, in forward and again in backward.
   TokenLogProbs token_log_probs(const at::Tensor& input_ids, const at::Tensor& attention_mask,
                                 const at::Tensor& position_ids, bool with_entropy = false,
-                                bool gradient_checkpointing = false, int64_t chunk_tokens = 1024) const;
+                                bool gradient_checkpointing = false, int64_t chunk_tokens = 1024,
+                                const at::Tensor& needed = {}) const;
+  // `needed` [B, T-1] (optional): positions whose log-prob is used (the response mask). The LM
+  // head runs on those rows only; the others are 0. RL losses need the response only.
   // Critic values [B, T] (fp32) from the value head.
   at::Tensor values(const at::Tensor& input_ids, const at::Tensor& attention_mask, const at::Tensor& position_ids,
                     bool gradient_checkpointing = false) const;

@@ -1,6 +1,7 @@
 #include "roll/runtime/worker_host.h"
 
 #include <ATen/Parallel.h>
+#include <malloc.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -26,6 +27,12 @@ int run_worker_host() {
     return 2;
   }
   die_with_parent(launch.driver_pid);
+  // Tensors are allocated and freed every micro-batch. Above glibc's mmap threshold each one is a
+  // fresh mmap whose pages the kernel faults in and zeroes (most of a small model's train time);
+  // the threshold is raised to its maximum (32 MiB on 64-bit) and the heap is not trimmed, so
+  // pages are reused. Vocabulary-sized chunks are kept under the threshold (trim_padding.h).
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
   log::set_identity(launch.worker_name, launch.rank, launch.world_size);
   std::shared_ptr<comm::Store> store;
   try {

@@ -169,10 +169,10 @@ TrainStrategy::~TrainStrategy() = default;
 
 model::TokenLogProbs TrainStrategy::log_probs(const at::Tensor& input_ids, const at::Tensor& attention_mask,
                                               const at::Tensor& position_ids, bool with_entropy,
-                                              int64_t chunk_tokens) {
+                                              int64_t chunk_tokens, const at::Tensor& needed) {
   impl_->begin_forward();
   auto out = impl_->model->token_log_probs(input_ids, attention_mask, position_ids, with_entropy,
-                                           impl_->opt.gradient_checkpointing, chunk_tokens);
+                                           impl_->opt.gradient_checkpointing, chunk_tokens, needed);
   impl_->end_forward();
   return out;
 }

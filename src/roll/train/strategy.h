@@ -62,7 +62,7 @@ class TrainStrategy {
   // Forward passes with the strategy's gradient checkpointing; ZeRO-3 gathers weights per layer.
   model::TokenLogProbs log_probs(const at::Tensor& input_ids, const at::Tensor& attention_mask,
                                  const at::Tensor& position_ids, bool with_entropy = false,
-                                 int64_t chunk_tokens = 1024);
+                                 int64_t chunk_tokens = 1024, const at::Tensor& needed = {});
   at::Tensor values(const at::Tensor& input_ids, const at::Tensor& attention_mask, const at::Tensor& position_ids);
 
   // Backward of one micro-batch loss, scaled the ROLL way by the caller (rl::loss_scale_factor):

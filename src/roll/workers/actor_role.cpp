@@ -14,6 +14,7 @@
 #include "roll/train/strategy.h"
 #include "roll/workers/dp_sum.h"
 #include "roll/workers/forward_batches.h"
+#include "roll/workers/trim_padding.h"
 #include "roll/workers/loss_params_from_config.h"
 #include "roll/workers/metrics_json.h"
 #include "roll/workers/role_model.h"
@@ -74,8 +75,12 @@ at::Tensor ActorTrainer::Impl::micro_loss(const Inputs& in, const std::vector<in
   const at::Tensor idx = at::tensor(rows, at::TensorOptions().dtype(at::kLong));
   auto sel = [&](const at::Tensor& t) { return t.defined() ? t.index_select(0, idx) : at::Tensor(); };
   const bool with_entropy = loss.entropy_loss_coef > 0;
-  model::TokenLogProbs fwd =
-      strategy->log_probs(sel(in.fwd.input_ids), sel(in.fwd.attention_mask), sel(in.fwd.position_ids), with_entropy);
+  model::TokenLogProbs fwd = log_probs_on_used_columns(
+      [&](const at::Tensor& ids, const at::Tensor& mask, const at::Tensor& pos, const at::Tensor& needed) {
+        return strategy->log_probs(ids, mask, pos, with_entropy, lm_head_chunk_tokens(strategy->model().config()),
+                                   needed);
+      },
+      sel(in.fwd.input_ids), sel(in.fwd.attention_mask), sel(in.fwd.position_ids), sel(in.m));
   at::Tensor m = sel(in.m), fm = sel(in.fm);
   // ROLL's op_compute_log_probs masks ℓ with the response mask: masked positions hold ratio 1.
   at::Tensor lp = fwd.log_probs * m;
@@ -227,7 +232,12 @@ Batch ActorTrainer::compute_log_probs(const Batch& batch) {
   return forward_log_probs(
       batch, s.infer_batch_size,
       [&](const ForwardInputs& in) {
-        return s.strategy->log_probs(in.input_ids, in.attention_mask, in.position_ids, /*with_entropy=*/true);
+        return log_probs_on_used_columns(
+            [&](const at::Tensor& ids, const at::Tensor& mask, const at::Tensor& pos, const at::Tensor&) {
+              return s.strategy->log_probs(ids, mask, pos, /*with_entropy=*/true,
+                                           lm_head_chunk_tokens(s.strategy->model().config()));
+            },
+            in.input_ids, in.attention_mask, in.position_ids);
       },
       s.name);
 }

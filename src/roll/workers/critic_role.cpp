@@ -13,6 +13,7 @@
 #include "roll/train/strategy.h"
 #include "roll/workers/dp_sum.h"
 #include "roll/workers/forward_batches.h"
+#include "roll/workers/trim_padding.h"
 #include "roll/workers/metrics_json.h"
 #include "roll/workers/role_model.h"
 
@@ -65,7 +66,9 @@ Batch CriticTrainer::compute_values(const Batch& batch) {
   std::vector<at::Tensor> parts;
   for (const auto& [b, e] : infer_micro_batches(batch.size(), s.infer_batch_size)) {
     const ForwardInputs part = in.rows(b, e);
-    at::Tensor v = s.strategy->values(part.input_ids, part.attention_mask, part.position_ids);
+    at::Tensor v = values_on_used_columns(
+        [&](const at::Tensor& ids, const at::Tensor& mask, const at::Tensor& pos) { return s.strategy->values(ids, mask, pos); },
+        part.input_ids, part.attention_mask, part.position_ids);
     parts.push_back(v.slice(1, 0, v.size(1) - 1));
   }
   out.set_tensor("values", at::cat(parts));
@@ -98,8 +101,9 @@ Batch CriticTrainer::train_step(const Batch& batch) {
     train::StepStats st = s.strategy->train_step(n, [&](int64_t i) {
       const std::vector<int64_t>& micro = mini.micro_batches[static_cast<size_t>(i)];
       const at::Tensor idx = at::tensor(micro, at::TensorOptions().dtype(at::kLong));
-      at::Tensor v = s.strategy->values(in.input_ids.index_select(0, idx), in.attention_mask.index_select(0, idx),
-                                        in.position_ids.index_select(0, idx));
+      at::Tensor v = values_on_used_columns(
+          [&](const at::Tensor& ids, const at::Tensor& mask, const at::Tensor& pos) { return s.strategy->values(ids, mask, pos); },
+          in.input_ids.index_select(0, idx), in.attention_mask.index_select(0, idx), in.position_ids.index_select(0, idx));
       v = v.slice(1, 0, v.size(1) - 1);
       rl::ValueLossResult r = rl::value_loss(v, old_values.index_select(0, idx), returns.index_select(0, idx),
                                              m.index_select(0, idx), s.value_clip);

@@ -7,6 +7,7 @@
 
 #include "roll/core/error.h"
 #include "roll/workers/forward_batches.h"
+#include "roll/workers/trim_padding.h"
 #include "roll/workers/role_model.h"
 
 namespace roll::workers {
@@ -36,7 +37,12 @@ Batch ReferenceRole::compute_log_probs(const Batch& batch) {
   return forward_log_probs(
       batch, infer_batch_size_,
       [&](const ForwardInputs& in) {
-        return model_->token_log_probs(in.input_ids, in.attention_mask, in.position_ids, /*with_entropy=*/true);
+        return log_probs_on_used_columns(
+            [&](const at::Tensor& ids, const at::Tensor& mask, const at::Tensor& pos, const at::Tensor&) {
+              return model_->token_log_probs(ids, mask, pos, /*with_entropy=*/true, /*gradient_checkpointing=*/false,
+                                             lm_head_chunk_tokens(model_->config()));
+            },
+            in.input_ids, in.attention_mask, in.position_ids);
       },
       name_);
 }
