@@ -2,7 +2,7 @@
 // critic (CriticTrainer) and reference (ReferenceRole), bound to RPC methods the pipelines call:
 //   actor_train  train_step, compute_log_probs (DP_MP_COMPUTE); setup_model_update,
 //                broadcast_weights (ONE_TO_ALL: every rank gathers, rank 0 sends); do_checkpoint,
-//                load_checkpoint {output_dir, step} -> <output_dir>/<worker name>/checkpoint-<step>
+//                load_checkpoint {output_dir, step} -> <output_dir>/<cluster>/checkpoint-<step>
 //   critic       compute_values, train_step, do_checkpoint, load_checkpoint
 //   reference    compute_log_probs
 #include <fmt/format.h>
@@ -49,8 +49,10 @@ const Batch& need_batch(const Payload& p, const char* method) {
   return *p.batch;
 }
 
+// <output_dir>/<cluster>: ROLL's worker_name is the role's name, shared by its ranks, which
+// write one checkpoint together (rank 0 the HF weights, every rank its train state).
 std::string checkpoint_root(const runtime::WorkerContext& ctx, const Payload& p) {
-  return p.args.at("output_dir").get<std::string>() + "/" + ctx.worker_name;
+  return p.args.at("output_dir").get<std::string>() + "/" + ctx.cluster;
 }
 
 class ActorTrainRole : public runtime::Role {
