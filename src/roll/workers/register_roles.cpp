@@ -4,6 +4,7 @@ namespace roll::workers {
 
 void register_builtin_roles() {
   register_infer_role();
+  register_env_role();
 }
 
 }  // namespace roll::workers

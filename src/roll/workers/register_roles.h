@@ -7,5 +7,6 @@ void register_builtin_roles();
 
 // One per role file.
 void register_infer_role();
+void register_env_role();
 
 }  // namespace roll::workers
