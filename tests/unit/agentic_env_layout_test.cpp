@@ -63,6 +63,7 @@ FrozenLake:
   max_tokens_per_step: 32
   env_manager_cls: roll.pipeline.agentic.env_manager.step_env_manager.StepEnvManager
   history_length: 5
+  agent_runner_cls: null
   agent_system_template: sys
   agent_template: "Turn {turn_idx}: {observation}"
   env_config: {is_slippery: false, format_penalty: -0.01, size: 4, action_pattern: '<answer>(.*?)</answer>'}
@@ -76,6 +77,10 @@ BadSteps:
   env_type: frozen_lake
   agent_template: x
   max_steps: ten
+Runner:
+  env_type: frozen_lake
+  agent_template: x
+  agent_runner_cls: roll.pipeline.agentic.agent_runner.SomeRunner
 )",
                                       {});
   for (const auto& [k, v] : envs->entries()) c.custom_envs.emplace_back(k, v);
@@ -105,6 +110,7 @@ BadSteps:
   EXPECT_EQ(key_of("BadSteps"), "custom_envs.BadSteps.max_steps");
   EXPECT_EQ(key_of("Missing"), "custom_envs.Missing");
   EXPECT_THROW(is_step_env_manager(env_spec_of(c, "Web")), NotSupportedError);
+  EXPECT_THROW(env_spec_of(c, "Runner"), NotSupportedError);
   EnvSpec traj = env_spec_of(c, "FrozenLake");
   traj.env_manager_cls = "roll.pipeline.agentic.env_manager.traj_env_manager.TrajEnvManager";
   EXPECT_FALSE(is_step_env_manager(traj));

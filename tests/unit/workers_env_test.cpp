@@ -29,6 +29,7 @@
 #include "roll/workers/request_router.h"
 #include "roll/workers/router_service.h"
 #include "unit/multiprocess.h"
+#include "unit/worker_runtime.h"
 
 namespace roll::workers {
 namespace {
@@ -116,13 +117,7 @@ class EnvFixture {
     loaded = config::load_config(req);
     const config::PlacementPlan plan = config::make_placement_plan(loaded.config, config::Platform::cpu);
 
-    runtime::RuntimeOptions o;
-    o.worker_command = {std::filesystem::read_symlink("/proc/self/exe").string(), "--roll-worker"};
-    o.log_dir = dir + "/logs";
-    o.run_dir = dir;
-    o.rpc_timeout = 60s;
-    o.forward_output = false;
-    o.cores = 2;
+    runtime::RuntimeOptions o = test::worker_runtime_options(dir);
     o.config_request = req;  // the env workers read their fleet from the job's config
     rt = std::make_unique<runtime::Runtime>(o);
     runtime::ClusterSpec infer_spec, env_spec;
@@ -430,6 +425,35 @@ TEST(WorkersEnv, ValFleetOfStepEnvManagersPlaysItsEpisodesAndExits) {
   auto stopped = f.call_envs("stop_rollout");
   EXPECT_EQ(stopped[0].args["stopped"], 2);  // already ended by the queue; joined here
   EXPECT_EQ(stopped[0].args["rollouts"], 2);
+}
+
+// A failing env thread ends its worker, and the driver sees which worker and why.
+TEST(WorkersEnv, AFailingEnvThreadEndsItsWorkerWithTheError) {
+  const std::string dir = test::make_scratch_dir();
+  EnvFixture f(dir, "val_env");
+  // A queue with one group for a fleet of two: env 1 (group 1) is refused.
+  agentic::GroupQueueOptions qo;
+  qo.num_groups = 1;
+  agentic::GroupQueueManager small(qo);
+  runtime::RpcServer server("tcp://127.0.0.1:*");
+  bind_group_queue(server, small);
+  std::thread serving([&] { server.serve(); });
+  f.envs->call_rank(0, "start_rollout",
+                    Payload(json{{"router_endpoint", f.router_server->endpoint()},
+                                 {"queue_endpoint", server.endpoint()},
+                                 {"seed", 1}}))
+      .get();
+  const auto deadline = std::chrono::steady_clock::now() + 30s;
+  while (!f.envs->failure() && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(10ms);  // polling a condition, bounded
+  ASSERT_TRUE(f.envs->failure().has_value()) << "the worker kept running";
+  const std::string why = *f.envs->failure();
+  EXPECT_NE(why.find("val_env-0"), std::string::npos) << why;
+  EXPECT_NE(why.find("env 1 (FrozenLakeStep) failed"), std::string::npos) << why;
+  EXPECT_NE(why.find("group id 1 outside [0, 1)"), std::string::npos) << why;
+  small.shutdown();
+  server.stop();
+  serving.join();
 }
 
 // The GroupQueueManager service and its client in one process.

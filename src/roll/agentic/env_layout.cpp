@@ -75,6 +75,10 @@ EnvSpec env_spec_of(const config::PipelineConfig& c, const std::string& tag) {
   read_str("agent_system_template", s.agent_system_template);
   read_str("agent_template", s.agent_template);
   read_str("env_manager_cls", s.env_manager_cls);
+  // Agent runners and tool wrappers drive other env managers (agent_native, tool-call envs).
+  for (const char* k : {"agent_runner_cls", "tool_wrapper"})
+    if (j.contains(k) && !j[k].is_null())
+      throw NotSupportedError(fmt::format("{}.{} ({})", key, k, j[k].dump()));
   if (s.agent_template.empty())
     throw ConfigError(key + ".agent_template", fmt::format("{}.agent_template is not set", key));
   if (s.max_steps <= 0 || s.max_tokens_per_step <= 0)

@@ -30,6 +30,10 @@ EnvManager::EnvManager(EnvManagerOptions options, const model::Tokenizer& tokeni
 
 EnvManager::~EnvManager() = default;
 
+EnvReset EnvManager::reset_env(int64_t episode_id) {
+  return env_->reset(o_.group_seed + static_cast<uint64_t>(episode_id));
+}
+
 std::vector<int32_t> EnvManager::encode_prompt(const nlohmann::ordered_json& messages) const {
   const std::string text =
       model::apply_with_mock_system(tmpl_, messages, true, o_.skip_mock_system_prompt, nlohmann::ordered_json::object());

@@ -80,6 +80,9 @@ class EnvManager {
   int64_t rollouts_done() const { return rollouts_done_; }
 
  protected:
+  // Resets the env for an episode: seed = group_seed + episode_id, so every env of a group plays
+  // the same episode (identical initial states).
+  EnvReset reset_env(int64_t episode_id);
   // The prompt text of `messages` with a generation prompt, as token ids.
   std::vector<int32_t> encode_prompt(const nlohmann::ordered_json& messages) const;
   // Generates the response to `input_ids` into `turn` (max_new_tokens = min(max_tokens_per_step,

@@ -42,10 +42,9 @@ std::string state_hash(const std::string& state_key) {
 
 std::optional<Rollout> StepEnvManager::play_episode(int64_t episode_id, int64_t start_step) {
   const auto& s = o_.spec;
-  const uint64_t seed = o_.group_seed + static_cast<uint64_t>(episode_id);
-  EnvReset reset = env_->reset(seed);
-  std::string observation = reset.observation;
+  const EnvReset reset = reset_env(episode_id);
   const std::string instruction = reset.info.value("env_instruction", "");
+  std::string observation = reset.observation;
   std::vector<Turn> turns;
   std::vector<std::string> hashes;
   bool terminated = false;

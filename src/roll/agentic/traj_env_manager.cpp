@@ -26,10 +26,9 @@ TrajEnvManager::TrajEnvManager(EnvManagerOptions options, const model::Tokenizer
 
 std::optional<Rollout> TrajEnvManager::play_episode(int64_t episode_id, int64_t start_step) {
   const auto& s = o_.spec;
-  const uint64_t seed = o_.group_seed + static_cast<uint64_t>(episode_id);
-  EnvReset reset = env_->reset(seed);
-  std::string observation = reset.observation;
+  const EnvReset reset = reset_env(episode_id);
   const std::string instruction = reset.info.value("env_instruction", "");
+  std::string observation = reset.observation;
   std::vector<Turn> turns;
   std::vector<int32_t> input;  // every past turn's prompt + response
   bool terminated = false;

@@ -51,6 +51,10 @@ class EnvRole : public runtime::Role {
   explicit EnvRole(runtime::WorkerContext& ctx)
       : ctx_(ctx), fleet_(fleet_of(ctx)), val_(ctx.cluster == "val_env") {
     const config::PipelineConfig& c = ctx.config->config;
+    if (fleet_.llm_proxy.proxy_type != "policy")
+      throw NotSupportedError(fmt::format("{}.llm_proxy.proxy_type '{}' (only 'policy': the actor_infer router)",
+                                          val_ ? "val_env_manager" : "train_env_manager",
+                                          fleet_.llm_proxy.proxy_type));
     if (!c.sequence_length) throw ConfigError("sequence_length", "the agentic pipeline needs sequence_length");
     slots_ = agentic::env_slots_of_rank(fleet_, c.seed, val_, ctx.rank);
     for (const auto& s : slots_)
