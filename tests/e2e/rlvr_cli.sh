@@ -18,7 +18,8 @@ py=/usr/bin/python3
 "$roll" model init --preset tiny --seed 5 --out output/models/tiny >/dev/null
 
 common=(--config_path "$root/examples/cpu" --config_name rlvr_math_code --quiet-workers
-        pretrain=output/models/tiny generate_opt_level=0 rollout_batch_size=4 num_return_sequences_in_group=2)
+        pretrain=output/models/tiny generate_opt_level=0 rollout_batch_size=4 num_return_sequences_in_group=2
+        actor_train.training_args.weight_decay=0.5 actor_train.training_args.learning_rate=0.01)
 
 echo "== A: 4 steps, separate devices"
 "$roll" rlvr "${common[@]}" output_dir=./out exp_name=a > a.log 2>&1 || { tail -40 a.log; exit 1; }
@@ -68,5 +69,5 @@ echo "== C: colocated train and infer, 2 steps"
 "$roll" rlvr "${common[@]}" output_dir=./outc exp_name=c max_steps=2 save_steps=10 \
   'actor_train.device_mapping=list(range(0,2))' 'actor_infer.device_mapping=list(range(0,2))' > c.log 2>&1 \
   || { tail -40 c.log; exit 1; }
-grep -q "model update: 0 infer rank(s) by broadcast, 1 by shared memory" c.log
+grep -q "model update: 0 infer rank(s) by broadcast, 2 by shared memory" c.log
 echo "rlvr e2e: ok"
