@@ -12,6 +12,7 @@
 #include "roll/config/load.h"
 #include "roll/core/error.h"
 #include "roll/core/log.h"
+#include "roll/pipeline/agentic_pipeline.h"
 #include "roll/pipeline/rlvr_pipeline.h"
 #include "roll/runtime/runtime.h"
 
@@ -41,6 +42,7 @@ int run_pipeline(config::PipelineKind kind, const PipelineCliOptions& o) {
   po.forward_worker_output = !o.quiet_workers;
   switch (kind) {
     case config::PipelineKind::rlvr: return pipeline::RlvrPipeline(std::move(loaded), req, po).run();
+    case config::PipelineKind::agentic: return pipeline::AgenticPipeline(std::move(loaded), req, po).run();
     default: throw NotSupportedError(fmt::format("`roll {}`", config::pipeline_kind_name(kind)));
   }
 }
@@ -76,6 +78,8 @@ void add_pipeline_command(CLI::App& app, const char* name, config::PipelineKind 
 void register_pipelines(CLI::App& app) {
   add_pipeline_command(app, "rlvr", config::PipelineKind::rlvr,
                        "Run ROLL's RLVR pipeline (math/code rewards) as configured");
+  add_pipeline_command(app, "agentic", config::PipelineKind::agentic,
+                       "Run ROLL's agentic pipeline (multi-turn FrozenLake/Sokoban episodes) as configured");
 }
 
 }  // namespace roll::cli

@@ -5,8 +5,11 @@
 #include <algorithm>
 #include <filesystem>
 
+#include <ATen/ATen.h>
+
 #include "roll/core/error.h"
 #include "roll/core/log.h"
+#include "roll/pipeline/rlvr_metrics.h"
 #include "roll/track/tracker.h"
 
 namespace roll::pipeline {
@@ -144,6 +147,50 @@ Metrics PipelineBase::model_update(int64_t step) {
   return m;
 }
 
+Metrics PipelineBase::compute_log_probs_and_values(Batch& batch) {
+  Metrics m;
+  Batch forward = batch.select({"input_ids", "attention_mask", "position_ids", "response_mask"}, {});
+  const int64_t B = batch.size(), T = batch.tensor("input_ids").size(1) - 1;
+  std::optional<runtime::ClusterFuture> ref_f, old_f, values_f;
+  if (auto* critic = find_cluster("critic"))
+    values_f = critic->call("compute_values", runtime::Dispatch::dp_mp_compute, runtime::Payload(forward));
+  if (auto* ref = find_cluster("reference"))
+    ref_f = ref->call("compute_log_probs", runtime::Dispatch::dp_mp_compute, runtime::Payload(forward));
+  if (config().enable_old_logprobs_recompute)
+    old_f = cluster("actor_train").call("compute_log_probs", runtime::Dispatch::dp_mp_compute, runtime::Payload(forward));
+  at::Tensor old_lp = at::zeros({B, T}, at::kFloat);
+  if (old_f) {
+    runtime::Payload r = old_f->get();
+    old_lp = r.batch->tensor("log_probs");
+    if (r.batch->has_tensor("entropy")) {
+      at::Tensor mask = batch.tensor("response_mask").slice(1, 1).to(at::kFloat);
+      m["critic/entropy/mean"] =
+          (r.batch->tensor("entropy") * mask).sum().item<double>() / std::max(1.0, mask.sum().item<double>());
+    }
+  }
+  batch.set_tensor("old_log_probs", old_lp);
+  batch.set_tensor("ref_log_probs", ref_f ? ref_f->get().batch->tensor("log_probs") : old_lp);
+  if (values_f) batch.set_tensor("values", values_f->get().batch->tensor("values"));
+  return m;
+}
+
+Metrics PipelineBase::train(Batch& batch, int64_t step) {
+  Metrics m;
+  batch.meta["global_step"] = step;
+  std::optional<runtime::ClusterFuture> critic_f;
+  if (auto* critic = find_cluster("critic"))
+    critic_f = critic->call("train_step", runtime::Dispatch::dp_mp_compute, runtime::Payload(batch));
+  auto merge = [&](const runtime::Payload& r) {
+    rl::MetricMap mm;
+    merge_json_metrics(mm, r.batch->meta.value("metrics", nlohmann::json::object()));
+    for (auto& [k, v] : mm.reduce()) m[k] = v;
+  };
+  if (config().critic_warmup <= step)
+    merge(cluster("actor_train").call("train_step", runtime::Dispatch::dp_mp_compute, runtime::Payload(batch)).get());
+  if (critic_f) merge(critic_f->get());
+  return m;
+}
+
 Metrics PipelineBase::checkpoint(int64_t step) {
   const auto& c = config();
   Metrics m;
@@ -217,6 +264,7 @@ int PipelineBase::run() {
     last_step_s = seconds_since(t0);
     log::info("pipeline step {} finished ({:.1f} s)", step, last_step_s);
   }
+  on_finished();
   tracker_->finish();
   runtime_->shutdown();
   log::info("pipeline complete!");

@@ -15,6 +15,7 @@
 
 #include "roll/config/load.h"
 #include "roll/config/placement.h"
+#include "roll/core/batch.h"
 #include "roll/pipeline/pipeline_state.h"
 #include "roll/runtime/cluster.h"
 #include "roll/runtime/runtime.h"
@@ -51,12 +52,21 @@ class PipelineBase {
   // Extra resumable state of the subclass (dataset positions), saved in WorkerState.kv.
   virtual nlohmann::json state_kv() const { return nlohmann::json::object(); }
   virtual void restore_kv(const nlohmann::json& kv) {}
-  // Called once the clusters run, before the loop.
+  // Called once the clusters run, before the loop; and after the loop, before they stop.
   virtual void on_started() {}
+  virtual void on_finished() {}
 
   runtime::Cluster& cluster(const std::string& name);
   runtime::Cluster* find_cluster(const std::string& name);
   std::chrono::milliseconds rpc_timeout() const;
+
+  // ref_log_probs, old_log_probs (zeros unless enable_old_logprobs_recompute; ref := old without a
+  // reference cluster) and values (with a critic) of `batch` [B, S], as both pipelines need them
+  // (spec 4.3 steps 7-8, 6.3 step 5). Adds critic/entropy/mean when old log-probs are recomputed.
+  Metrics compute_log_probs_and_values(Batch& batch);
+  // critic.train_step (with a critic) and, from critic_warmup on, actor_train.train_step; their
+  // reduced metrics. `batch` needs the advantages and masks of spec 1.8.
+  Metrics train(Batch& batch, int64_t step);
 
   // Pushes actor_train's weights to every actor_infer rank (spec 1.5): the broadcast group for
   // ranks elsewhere, the shared-memory file for ranks on train rank 0's node and devices.

@@ -175,30 +175,10 @@ Metrics RlvrPipeline::run_step(int64_t step) {
   Batch batch = concat_domains(parts);
   m["time/step_generate"] = seconds_since(t0);
 
-  // 2. Reference and old log-probs.
+  // 2. Reference and old log-probs, values.
   t0 = std::chrono::steady_clock::now();
-  Batch forward = batch.select({"input_ids", "attention_mask", "position_ids", "response_mask"}, {});
-  const int64_t B = batch.size(), T = seq - 1;
-  at::Tensor old_lp = at::zeros({B, T}, at::kFloat);
-  std::optional<runtime::ClusterFuture> ref_f, old_f, values_f;
-  if (auto* critic = find_cluster("critic"))
-    values_f = critic->call("compute_values", runtime::Dispatch::dp_mp_compute, runtime::Payload(forward));
-  if (auto* ref = find_cluster("reference"))
-    ref_f = ref->call("compute_log_probs", runtime::Dispatch::dp_mp_compute, runtime::Payload(forward));
-  if (c.enable_old_logprobs_recompute)
-    old_f = cluster("actor_train").call("compute_log_probs", runtime::Dispatch::dp_mp_compute, runtime::Payload(forward));
-  if (old_f) {
-    runtime::Payload r = old_f->get();
-    old_lp = r.batch->tensor("log_probs");
-    if (r.batch->has_tensor("entropy")) {
-      at::Tensor mask = batch.tensor("response_mask").slice(1, 1).to(at::kFloat);
-      m["critic/entropy/mean"] = (r.batch->tensor("entropy") * mask).sum().item<double>() / std::max(1.0, mask.sum().item<double>());
-    }
-  }
-  at::Tensor ref_lp = ref_f ? ref_f->get().batch->tensor("log_probs") : old_lp;
-  if (values_f) batch.set_tensor("values", values_f->get().batch->tensor("values"));
-  batch.set_tensor("old_log_probs", old_lp);
-  batch.set_tensor("ref_log_probs", ref_lp);
+  const int64_t B = batch.size();
+  for (auto& [k, v] : compute_log_probs_and_values(batch)) m[k] = v;
   m["time/ref_log_probs_values"] = seconds_since(t0);
 
   // 3. Per domain: sample mask, reward postprocessing, token rewards, advantages.
@@ -229,18 +209,7 @@ Metrics RlvrPipeline::run_step(int64_t step) {
     m["mask/final_mask_sum_eq_0"] = 1;
     log::warn("step {}: every sample is masked out; training skipped", step);
   } else {
-    batch.meta["global_step"] = step;
-    std::optional<runtime::ClusterFuture> critic_f;
-    if (auto* critic = find_cluster("critic"))
-      critic_f = critic->call("train_step", runtime::Dispatch::dp_mp_compute, runtime::Payload(batch));
-    if (c.critic_warmup <= step) {
-      runtime::Payload r = cluster("actor_train").call("train_step", runtime::Dispatch::dp_mp_compute, runtime::Payload(batch)).get();
-      for (auto& [k, v] : reduce_json_metrics(r.batch->meta.value("metrics", nlohmann::json::object()))) m[k] = v;
-    }
-    if (critic_f) {
-      runtime::Payload r = critic_f->get();
-      for (auto& [k, v] : reduce_json_metrics(r.batch->meta.value("metrics", nlohmann::json::object()))) m[k] = v;
-    }
+    for (auto& [k, v] : train(batch, step)) m[k] = v;
   }
   m["time/step_train"] = seconds_since(t0);
   m["system/global_step"] = static_cast<double>(step);

@@ -176,10 +176,16 @@ std::optional<std::string> Cluster::failure() const {
   return failure_;
 }
 
+RpcClient& Cluster::client(int rank, const std::string& method) {
+  auto& w = workers_.at(static_cast<size_t>(rank));
+  if (!w.client) throw Error(fmt::format("{}.{}: the cluster is shut down", name(), method));
+  return *w.client;
+}
+
 ClusterFuture Cluster::call(const std::string& method, Dispatch mode, const Payload& args) {
   DispatchPlan plan = plan_dispatch(mode, args, world_size());
   std::vector<std::future<Payload>> parts;
-  for (int r = 0; r < world_size(); ++r) parts.push_back(workers_[r].client->call(method, std::move(plan.per_rank[r])));
+  for (int r = 0; r < world_size(); ++r) parts.push_back(client(r, method).call(method, std::move(plan.per_rank[r])));
   return ClusterFuture(fmt::format("{}.{} ({})", name(), method, to_string(mode)), mode, std::move(parts), plan.pad,
                        rpc_timeout_);
 }
@@ -189,13 +195,13 @@ ClusterFuture Cluster::call_each(const std::string& method, std::vector<Payload>
     throw Error(fmt::format("{}.{} (ALL_TO_ALL): {} argument sets for {} workers", name(), method, per_rank.size(),
                             world_size()));
   std::vector<std::future<Payload>> parts;
-  for (int r = 0; r < world_size(); ++r) parts.push_back(workers_[r].client->call(method, std::move(per_rank[r])));
+  for (int r = 0; r < world_size(); ++r) parts.push_back(client(r, method).call(method, std::move(per_rank[r])));
   return ClusterFuture(fmt::format("{}.{} (ALL_TO_ALL)", name(), method), Dispatch::all_to_all, std::move(parts), 0,
                        rpc_timeout_);
 }
 
 std::future<Payload> Cluster::call_rank(int rank, const std::string& method, Payload args) {
-  return workers_.at(static_cast<size_t>(rank)).client->call(method, std::move(args));
+  return client(rank, method).call(method, std::move(args));
 }
 
 const std::string& Cluster::endpoint(int rank) const { return workers_.at(static_cast<size_t>(rank)).endpoint; }

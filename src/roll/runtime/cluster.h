@@ -75,6 +75,7 @@ class Cluster {
   void launch();                                     // spawns every rank
   void wait_ready(std::chrono::milliseconds timeout);  // every endpoint published, or fails naming the worker
   void on_worker_exit(int rank, const std::string& how);
+  RpcClient& client(int rank, const std::string& method);  // roll::Error once shut down
 
   struct Worker {
     std::shared_ptr<ChildProcess> process;
