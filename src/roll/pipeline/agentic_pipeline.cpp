@@ -222,39 +222,11 @@ Metrics AgenticPipeline::run_step(int64_t step) {
   for (const char* key : {"traj_group_id", "tags", "traj_id"})
     if (batch.has_column(key)) ri.columns[key] = string_column(batch, key);
   rl::AgenticRewardResult rewards = rl::compute_response_level_rewards(ri, rp);
-  rl::TokenRewardInputs ti;
-  ti.response_level_rewards = rewards.response_level_rewards;
-  ti.attention_mask = batch.tensor("attention_mask");
-  ti.position_ids = batch.tensor("position_ids");
-  ti.response_mask = resp;
-  ti.old_log_probs = batch.tensor("old_log_probs");
-  if (c.enable_reference) ti.ref_log_probs = batch.tensor("ref_log_probs");
-  rl::TokenRewardParams tp;
-  tp.kl_penalty = rl::parse_kl_type(c.kl_penalty);
-  tp.add_token_level_kl = c.add_token_level_kl;
-  tp.reward_clip = c.reward_clip;
-  rl::TokenRewardResult tok = rl::compute_token_reward(ti, tp, *im.kl);
-  rl::AdvantageParams ap;
-  ap.estimator = rp.adv_estimator;
-  ap.gamma = c.gamma;
-  ap.lambd = c.lambd;
-  ap.whiten_rewards = c.whiten_rewards;
-  ap.whiten_advantages = c.whiten_advantages;
-  ap.advantage_clip = c.advantage_clip;
-  rl::AdvantageInputs ai;
-  ai.token_level_rewards = tok.token_level_rewards;
-  ai.mask = resp;
-  if (batch.has_tensor("values")) ai.values = batch.tensor("values");
-  rl::AdvantageResult adv = rl::compute_advantage(ai, ap);
-  batch.set_tensor("final_response_mask", mask.final_response_mask);
-  batch.set_tensor("response_level_rewards", rewards.response_level_rewards);
-  batch.set_tensor("token_level_rewards", adv.token_level_rewards);
-  batch.set_tensor("advantages", adv.advantages);
-  batch.set_tensor("returns", adv.returns);
   rl::MetricMap shaped = mask.metrics;
   shaped.merge(rewards.metrics);
-  shaped.merge(tok.metrics);
-  shaped.merge(adv.metrics);
+  shaped.merge(token_rewards_and_advantages(batch, rewards.response_level_rewards, resp, c, *im.kl));
+  batch.set_tensor("final_response_mask", mask.final_response_mask);
+  batch.set_tensor("response_level_rewards", rewards.response_level_rewards);
   for (auto& [k, v] : shaped.reduce()) m[k] = v;
   m["time/compute_advantage"] = seconds_since(t0);
 
@@ -267,8 +239,7 @@ Metrics AgenticPipeline::run_step(int64_t step) {
   const at::Tensor score = batch.tensor("scores").sum(1);
   add_stats(m, "critic/score", score);
   add_stats(m, "critic/rewards", rewards.response_level_rewards);
-  const at::Tensor fm = resp.sum(1) > 0;
-  add_stats(m, "critic/advantages", (adv.advantages * resp).sum(1) / resp.sum(1).clamp_min(1));
+  add_stats(m, "critic/advantages", (batch.tensor("advantages") * resp).sum(1) / resp.sum(1).clamp_min(1));
   add_stats(m, "tokens/response_length", batch.tensor("response_mask").sum(1));
   add_stats(m, "tokens/prompt_length", batch.tensor("prompt_mask").sum(1));
   add_stats(m, "tokens/non_prompt_length", batch.tensor("attention_mask").sum(1) - batch.tensor("prompt_mask").sum(1));
@@ -276,7 +247,6 @@ Metrics AgenticPipeline::run_step(int64_t step) {
   m["system/batch_size"] = static_cast<double>(batch.size());
   const double tokens = batch.tensor("attention_mask").sum().item<double>();
   m["system/tps"] = tokens / std::max(1e-9, m["time/step_rollout"] + m["time/step_train"]);
-  (void)fm;
   return m;
 }
 

@@ -46,13 +46,23 @@ rl::MetricMap compute_domain_advantages(Batch& d, const config::PipelineConfig& 
   rl::RewardPostprocessResult post = rl::reward_postprocess(scores, rp, running, domain);
   out.merge(post.metrics);
 
+  out.merge(token_rewards_and_advantages(d, post.rewards, mask.final_response_mask, c, kl));
+  d.set_tensor("final_response_mask", mask.final_response_mask);
+  d.set_tensor("response_level_rewards", post.rewards);
+  return out;
+}
+
+rl::MetricMap token_rewards_and_advantages(Batch& b, const at::Tensor& response_level_rewards,
+                                           const at::Tensor& advantage_mask, const config::PipelineConfig& c,
+                                           rl::KlController& kl) {
+  rl::MetricMap out;
   rl::TokenRewardInputs ti;
-  ti.response_level_rewards = post.rewards;
-  ti.attention_mask = d.tensor("attention_mask");
-  ti.position_ids = d.tensor("position_ids");
-  ti.response_mask = m;
-  ti.old_log_probs = d.tensor("old_log_probs");
-  if (c.enable_reference) ti.ref_log_probs = d.tensor("ref_log_probs");
+  ti.response_level_rewards = response_level_rewards;
+  ti.attention_mask = b.tensor("attention_mask");
+  ti.position_ids = b.tensor("position_ids");
+  ti.response_mask = float_mask(b);
+  ti.old_log_probs = b.tensor("old_log_probs");
+  if (c.enable_reference) ti.ref_log_probs = b.tensor("ref_log_probs");
   rl::TokenRewardParams tp;
   tp.kl_penalty = rl::parse_kl_type(c.kl_penalty);
   tp.add_token_level_kl = c.add_token_level_kl;
@@ -61,7 +71,7 @@ rl::MetricMap compute_domain_advantages(Batch& d, const config::PipelineConfig& 
   out.merge(tok.metrics);
 
   rl::AdvantageParams ap;
-  ap.estimator = rp.adv_estimator;
+  ap.estimator = rl::parse_adv_estimator(c.adv_estimator);
   ap.gamma = c.gamma;
   ap.lambd = c.lambd;
   ap.whiten_rewards = c.whiten_rewards;
@@ -69,17 +79,14 @@ rl::MetricMap compute_domain_advantages(Batch& d, const config::PipelineConfig& 
   ap.advantage_clip = c.advantage_clip;
   rl::AdvantageInputs ai;
   ai.token_level_rewards = tok.token_level_rewards;
-  ai.mask = mask.final_response_mask;
-  if (d.has_tensor("values")) ai.values = d.tensor("values");
+  ai.mask = advantage_mask;
+  if (b.has_tensor("values")) ai.values = b.tensor("values");
   rl::AdvantageResult adv = rl::compute_advantage(ai, ap);
   out.merge(adv.metrics);
-
-  d.set_tensor("final_response_mask", mask.final_response_mask);
-  d.set_tensor("response_level_rewards", post.rewards);
-  d.set_tensor("token_level_rewards", adv.token_level_rewards);
-  d.set_tensor("advantages", adv.advantages);
-  d.set_tensor("raw_advantages", adv.raw_advantages);
-  d.set_tensor("returns", adv.returns);
+  b.set_tensor("token_level_rewards", adv.token_level_rewards);
+  b.set_tensor("advantages", adv.advantages);
+  b.set_tensor("raw_advantages", adv.raw_advantages);
+  b.set_tensor("returns", adv.returns);
   return out;
 }
 

@@ -20,6 +20,14 @@ namespace roll::pipeline {
 rl::MetricMap compute_domain_advantages(Batch& d, const config::PipelineConfig& c, const std::string& domain,
                                         rl::RunningMomentsMap& running, rl::KlController& kl);
 
+// Token rewards (spec 3.1: reward on the last token, KL penalty, clip) and advantages (spec 3.2)
+// from `response_level_rewards` [B]; sets token_level_rewards, advantages, raw_advantages and
+// returns on `b` (which holds attention_mask, position_ids, response_mask, old/ref log-probs and,
+// with gae, values). `advantage_mask` [B, S-1]: fm (RLVR) or response_mask[:, 1:] (agentic).
+rl::MetricMap token_rewards_and_advantages(Batch& b, const at::Tensor& response_level_rewards,
+                                           const at::Tensor& advantage_mask, const config::PipelineConfig& c,
+                                           rl::KlController& kl);
+
 // token/*, critic/*, group/* (n > 1) over the whole step's batch.
 std::map<std::string, double> rollout_data_metrics(const Batch& batch, int64_t n);
 // val_correct/<tag>/mean and val_correct/all/mean: the share of samples scoring 1.
