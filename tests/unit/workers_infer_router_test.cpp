@@ -1,5 +1,6 @@
 // The actor_infer role behind the router, through real processes: 2 infer ranks, a router service
 // in this (driver) process, and 2 client processes x 2 threads sending 200 interleaved requests.
+#include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -11,11 +12,13 @@
 #include "roll/comm/store.h"
 #include "roll/core/error.h"
 #include "roll/model/model_init.h"
+#include "roll/model/transformer.h"
 #include "roll/runtime/rpc_client.h"
 #include "roll/runtime/rpc_server.h"
 #include "roll/runtime/runtime.h"
 #include "roll/workers/request_router.h"
 #include "roll/workers/router_service.h"
+#include "roll/workers/trim_padding.h"
 #include "unit/multiprocess.h"
 #include "unit/worker_runtime.h"
 
@@ -174,6 +177,44 @@ TEST(WorkersInferRouter, TwoHundredInterleavedRequestsWithAbortsAndSuspend) {
   EXPECT_EQ(f.ranks[0]->call_sync("stats", Payload(), 10s).args["held"], 1);
   f.ranks[0]->call_sync("resume", Payload(), 10s);
   EXPECT_EQ(runtime::wait_result(held, 30s, "held-2").args["finish_reasons"][0], "length");
+}
+
+// The engine's sampled-token log-probs against the reference/actor forward (the reference role's
+// path: used columns only, LM head chunks) on the same weights: ratio mean within 1e-3 of 1.
+TEST(WorkersInferRouter, EngineLogProbsAgreeWithTheTrainingForward) {
+  const std::string dir = test::make_scratch_dir();
+  RouterFixture f(dir);
+  auto model = model::Transformer::load(dir + "/model", at::kFloat);
+  double ratio_sum = 0, worst = 0;
+  int64_t n = 0;
+  for (int i = 0; i < 6; ++i) {
+    json req = request("lp-" + std::to_string(i), i, false);
+    req["sampling_params"]["max_new_tokens"] = 24;
+    req["sampling_params"]["temperature"] = 0.7 + 0.2 * i;  // any temperature: raw log-probs
+    json out = f.ranks[i % 2]->call_sync("generate_request", Payload(req), 30s).args;
+    std::vector<int64_t> ids = req["input_ids"].get<std::vector<int64_t>>();
+    const int64_t plen = static_cast<int64_t>(ids.size());
+    for (int64_t t : out["output_token_ids"][0].get<std::vector<int64_t>>()) ids.push_back(t);
+    const auto lps = out["output_logprobs"][0].get<std::vector<float>>();
+    at::Tensor x = at::tensor(ids, at::kLong).unsqueeze(0);
+    at::Tensor mask = at::ones_like(x);
+    at::Tensor pos = at::arange(x.size(1), at::kLong).unsqueeze(0);
+    at::NoGradGuard g;
+    auto train = workers::log_probs_on_used_columns(
+        [&](const at::Tensor& a, const at::Tensor& b, const at::Tensor& c, const at::Tensor&) {
+          return model->token_log_probs(a, b, c, false, false, workers::lm_head_chunk_tokens(model->config()));
+        },
+        x, mask, pos);
+    for (size_t k = 0; k < lps.size(); ++k) {
+      const double lt = train.log_probs[0][plen - 1 + static_cast<int64_t>(k)].item<double>();
+      ratio_sum += std::exp(lt - lps[k]);
+      worst = std::max(worst, std::abs(lt - lps[k]));
+      ++n;
+    }
+  }
+  ASSERT_GT(n, 100);
+  EXPECT_NEAR(ratio_sum / static_cast<double>(n), 1.0, 1e-3);
+  EXPECT_LT(worst, 1e-4);
 }
 
 TEST(WorkersInferRouter, BadRequestsFailAloneAndTheRankKeepsServing) {
