@@ -1,5 +1,5 @@
-// `roll rlvr` (and the other pipelines as they land): the counterpart of ROLL's
-// `python examples/start_rlvr_pipeline.py --config_path P --config_name N`, with key=value
+// `roll rlvr`, `roll sft` (and the other pipelines as they land): the counterparts of ROLL's
+// `python examples/start_{rlvr,sft}_pipeline.py --config_path P --config_name N`, with key=value
 // overrides. Loads and validates the config, then runs the pipeline's driver, which starts the
 // worker processes of the placement plan (DESIGN section 3).
 #include <CLI/CLI.hpp>
@@ -13,6 +13,7 @@
 #include "roll/core/error.h"
 #include "roll/core/log.h"
 #include "roll/pipeline/rlvr_pipeline.h"
+#include "roll/pipeline/sft_pipeline.h"
 #include "roll/runtime/runtime.h"
 
 namespace roll::cli {
@@ -41,6 +42,7 @@ int run_pipeline(config::PipelineKind kind, const PipelineCliOptions& o) {
   po.forward_worker_output = !o.quiet_workers;
   switch (kind) {
     case config::PipelineKind::rlvr: return pipeline::RlvrPipeline(std::move(loaded), req, po).run();
+    case config::PipelineKind::sft: return pipeline::SftPipeline(std::move(loaded), req, po).run();
     default: throw NotSupportedError(fmt::format("`roll {}`", config::pipeline_kind_name(kind)));
   }
 }
@@ -76,6 +78,8 @@ void add_pipeline_command(CLI::App& app, const char* name, config::PipelineKind 
 void register_pipelines(CLI::App& app) {
   add_pipeline_command(app, "rlvr", config::PipelineKind::rlvr,
                        "Run ROLL's RLVR pipeline (math/code rewards) as configured");
+  add_pipeline_command(app, "sft", config::PipelineKind::sft,
+                       "Run ROLL's SFT pipeline (cross-entropy on the assistant tokens) as configured");
 }
 
 }  // namespace roll::cli

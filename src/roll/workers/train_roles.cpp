@@ -1,10 +1,13 @@
 // The training-side roles hosted by worker processes (spec 1.2): actor_train (ActorTrainer),
-// critic (CriticTrainer) and reference (ReferenceRole), bound to RPC methods the pipelines call:
+// critic (CriticTrainer), reference (ReferenceRole) and sft_train (SftTrainer), bound to RPC methods
+// the pipelines call:
 //   actor_train  train_step, compute_log_probs (DP_MP_COMPUTE); setup_model_update,
 //                broadcast_weights (ONE_TO_ALL: every rank gathers, rank 0 sends); do_checkpoint,
 //                load_checkpoint {output_dir, step} -> <output_dir>/<worker name>/checkpoint-<step>
 //   critic       compute_values, train_step, do_checkpoint, load_checkpoint
 //   reference    compute_log_probs
+//   sft_train    train_step, val_step (DP_MP_COMPUTE); do_checkpoint, load_checkpoint {output_dir,
+//                step} -> <output_dir>/sft_train/checkpoint-<step> (one directory for all ranks)
 #include <fmt/format.h>
 
 #include <map>
@@ -21,6 +24,7 @@
 #include "roll/workers/reference_role.h"
 #include "roll/workers/register_roles.h"
 #include "roll/workers/role_config.h"
+#include "roll/workers/sft_role.h"
 #include "roll/workers/weight_sync.h"
 
 namespace roll::workers {
@@ -145,12 +149,43 @@ class ReferenceWorkerRole : public runtime::Role {
   ReferenceRole reference_;
 };
 
+class SftTrainRole : public runtime::Role {
+ public:
+  explicit SftTrainRole(runtime::WorkerContext& ctx)
+      : ctx_(ctx),
+        sft_(pipeline_of(ctx), worker_config_of(pipeline_of(ctx), ctx.cluster), model_dir_of(ctx), ctx.rank,
+             ctx.world_size, dp_group(ctx)) {
+    log::info("{}: {}", ctx.worker_name, sft_.strategy().describe());
+  }
+
+  void bind(runtime::RpcServer& s) override {
+    s.on_call("train_step", [this](Payload p) { return batch_result(sft_.train_step(need_batch(p, "train_step"))); });
+    s.on_call("val_step", [this](Payload p) { return batch_result(sft_.val_step(need_batch(p, "val_step"))); });
+    s.on_call("do_checkpoint", [this](Payload p) {
+      return Payload(nlohmann::json{{"dir", sft_.save_checkpoint(root(p), p.args.at("step").get<int64_t>())}});
+    });
+    s.on_call("load_checkpoint", [this](Payload p) {
+      sft_.load_checkpoint(fmt::format("{}/checkpoint-{}", root(p), p.args.at("step").get<int64_t>()));
+      return Payload();
+    });
+  }
+
+ private:
+  // Named after the cluster, not the worker: train::save_checkpoint writes rank 0's model and every
+  // rank's optimizer state into one checkpoint-<step>, so all ranks must agree on the directory.
+  std::string root(const Payload& p) const { return p.args.at("output_dir").get<std::string>() + "/" + ctx_.cluster; }
+
+  runtime::WorkerContext& ctx_;
+  SftTrainer sft_;
+};
+
 }  // namespace
 
 void register_train_roles() {
   runtime::register_role("actor_train", [](runtime::WorkerContext& c) { return std::make_unique<ActorTrainRole>(c); });
   runtime::register_role("critic", [](runtime::WorkerContext& c) { return std::make_unique<CriticRole>(c); });
   runtime::register_role("reference", [](runtime::WorkerContext& c) { return std::make_unique<ReferenceWorkerRole>(c); });
+  runtime::register_role("sft_train", [](runtime::WorkerContext& c) { return std::make_unique<SftTrainRole>(c); });
 }
 
 }  // namespace roll::workers
