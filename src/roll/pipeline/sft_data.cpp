@@ -2,6 +2,7 @@
 
 #include <ATen/ATen.h>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -10,6 +11,7 @@
 #include "roll/core/error.h"
 #include "roll/core/log.h"
 #include "roll/model/chat_template.h"
+#include "roll/model/stop_tokens.h"
 #include "roll/model/tokenizer.h"
 #include "roll/pipeline/prompt_dataset.h"
 #include "roll/workers/sft_role.h"
@@ -57,6 +59,7 @@ SftEncoder::SftEncoder(const std::string& model_dir, SftEncodingOptions options)
   const auto pad = tokenizer_->pad_id() ? tokenizer_->pad_id() : tokenizer_->eos_id();
   if (!pad) throw Error(fmt::format("{}: the tokenizer names neither a pad nor an eos token to pad with", model_dir));
   pad_id_ = *pad;
+  stop_ids_ = model::stop_token_ids(model_dir, *tokenizer_);
   if (options_.sequence_length < 2)
     throw ConfigError("sequence_length", fmt::format("sequence_length must be >= 2, got {}", options_.sequence_length));
 }
@@ -96,43 +99,45 @@ nlohmann::json SftEncoder::conversation(const nlohmann::json& row) const {
 SftSample SftEncoder::encode(const nlohmann::json& row) const {
   const nlohmann::json messages = conversation(row);
   const std::string full = without_final_newline(template_->apply(messages, /*add_generation_prompt=*/false));
-  // texts[0] is the whole conversation; then per assistant turn its prompt part and its end.
+  // texts[0] is the whole conversation, then the prompt part of each assistant turn.
   std::vector<std::string> texts{full};
+  std::vector<size_t> turns;
   for (size_t i = 0; i < messages.size(); ++i) {
     if (messages[i]["role"] != "assistant") continue;
     std::string prompt = template_->apply(first_messages(messages, i), /*add_generation_prompt=*/true);
-    std::string through = i + 1 == messages.size()
-                              ? full
-                              : without_final_newline(template_->apply(first_messages(messages, i + 1), false));
-    if (!full.starts_with(prompt) || !full.starts_with(through) || through.size() < prompt.size())
-      throw Error(fmt::format("the chat template '{}' does not render the conversation up to message {} as the "
-                              "beginning of the whole conversation, so its assistant tokens cannot be told apart",
+    if (!full.starts_with(prompt))
+      throw Error(fmt::format("the chat template '{}' does not render the conversation before message {} (with the "
+                              "generation prompt) as the beginning of the whole conversation, so the assistant's "
+                              "tokens cannot be told apart",
                               template_->name(), i));
     texts.push_back(std::move(prompt));
-    texts.push_back(std::move(through));
+    turns.push_back(i);
   }
   std::vector<std::vector<int32_t>> ids = tokenizer_->encode_batch(texts, /*add_special_tokens=*/true, 1);
   SftSample s;
   s.input_ids = std::move(ids[0]);
-  s.target.assign(s.input_ids.size(), 0);
   const size_t n = s.input_ids.size();
-  for (size_t k = 1; k + 1 < ids.size(); k += 2)
-    for (size_t t = std::min(ids[k].size(), n); t < std::min(ids[k + 1].size(), n); ++t) s.target[t] = 1;
+  s.target.assign(n, 0);
+  for (size_t k = 0; k < turns.size(); ++k) {
+    const size_t begin = std::min(ids[k + 1].size(), n);
+    size_t end = n;  // the last message: to the end of the text, as ROLL
+    if (turns[k] + 1 < messages.size()) {
+      // An earlier turn ends with its end-of-turn token; templates may render a turn differently once
+      // later turns follow (Qwen3 drops the empty think block), so the rendering of the conversation
+      // up to this turn cannot tell where it ends in the whole.
+      const size_t limit = k + 1 < turns.size() ? std::min(ids[k + 2].size(), n) : n;
+      end = begin;
+      while (end < limit && std::find(stop_ids_.begin(), stop_ids_.end(), s.input_ids[end]) == stop_ids_.end()) ++end;
+      if (end == limit)
+        throw Error(fmt::format("assistant message {} has no end-of-turn token (ids {}) before the next turn",
+                                turns[k], fmt::join(stop_ids_, ", ")));
+      ++end;
+    }
+    std::fill(s.target.begin() + static_cast<std::ptrdiff_t>(begin), s.target.begin() + static_cast<std::ptrdiff_t>(end), 1);
+  }
   if (std::find(s.target.begin(), s.target.end(), 1) == s.target.end())
     throw Error("the assistant turns render to no token of their own");
   return s;
-}
-
-int64_t SftDataset::kept() const {
-  int64_t n = 0;
-  for (const auto& f : files) n += f.kept;
-  return n;
-}
-
-int64_t SftDataset::malformed() const {
-  int64_t n = 0;
-  for (const auto& f : files) n += f.malformed;
-  return n;
 }
 
 void encode_sft_records(const std::string& file, const std::vector<JsonRecord>& records, const SftEncoder& encoder,

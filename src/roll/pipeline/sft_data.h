@@ -6,18 +6,20 @@
 //             `response_key` (default output) the assistant turn, which is trained.
 //   messages  rollcpp's extension, when data_args.messages names a column: a {role, content} list
 //             (or its JSON string); every assistant turn is trained.
-// Text: the chat template renders the conversation up to each assistant turn with the generation
-// prompt (its prompt part) and through the turn without it, one trailing "\n" dropped (ROLL drops it
-// at the end of the text: the end-of-turn token is trained, the newline after it is not).
-// Tokens: the tokenizer on the whole conversation (with add_special_tokens, as ROLL's
-// tokenizer(text)); a turn's trained tokens run from the token count of its prompt part to the
-// token count of its end (ROLL's labels = [-100] * len(prompt ids) + ids[len(prompt ids):]).
+// Text: the chat template renders the whole conversation (one trailing "\n" dropped, as ROLL) and,
+// per assistant turn, the conversation before it with the generation prompt (its prompt part),
+// which must be a prefix of the whole. Tokens: the tokenizer on the whole conversation (with
+// add_special_tokens, as ROLL's tokenizer(text)). A turn's trained tokens start at the token count
+// of its prompt part (ROLL's labels = [-100] * len(prompt ids) + ids[len(prompt ids):]); the last
+// message's run to the end of the text (its end-of-turn token included, the newline after it not),
+// an earlier turn's to its first end-of-turn token (stop_token_ids: generation_config's eos, the
+// tokenizer's eos and pad), included.
 // Truncation as DataCollatorForSFT: the first sequence_length tokens are kept (a long response
 // loses its tail; a row whose prompt fills the window trains nothing and is counted).
 // Malformed rows (bad JSON, a missing or non-string column, an empty response, messages without an
-// assistant turn or opening with one, a template that refuses the row or does not render the
-// beginning of the conversation as a prefix of the whole) are skipped, counted and named as
-// file:line; a file with no usable row is a roll::Error.
+// assistant turn or opening with one, a template that refuses the row or whose prompt part of a turn
+// is not a prefix of the whole, an earlier turn without an end-of-turn token) are skipped, counted
+// and named as file:line; a file with no usable row is a roll::Error.
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -79,6 +81,7 @@ class SftEncoder {
   SftEncodingOptions options_;
   std::shared_ptr<const model::Tokenizer> tokenizer_;
   std::shared_ptr<const model::ChatTemplate> template_;
+  std::vector<int32_t> stop_ids_;  // end-of-turn tokens
   int32_t pad_id_ = 0;
 };
 
@@ -95,8 +98,6 @@ struct SftFileStats {
 struct SftDataset {
   std::vector<SftSample> rows;
   std::vector<SftFileStats> files;
-  int64_t kept() const;
-  int64_t malformed() const;
 };
 
 // Reads and encodes every file (paths as expand_data_files gives them), in order, truncating to
