@@ -64,8 +64,8 @@ class PipelineSftData : public ::testing::Test {
 
 TEST_F(PipelineSftData, ColumnsTrainExactlyTheResponseAndItsEndOfTurn) {
   const SftEncoder enc = encoder("chatml");
-  const json row = {{"system", "Be brief."}, {"instruction", "Add the numbers."}, {"input", "2 and 3"},
-                    {"output", "The sum is 5."}};
+  const json row = {
+      {"system", "Be brief."}, {"instruction", "Add the numbers."}, {"input", "2 and 3"}, {"output", "The sum is 5."}};
   const SftSample s = enc.encode(row);
   ASSERT_EQ(s.input_ids.size(), s.target.size());
   EXPECT_EQ(runs(enc.tokenizer(), s, true), std::vector<std::string>{"The sum is 5.<|im_end|>"});
@@ -76,7 +76,8 @@ TEST_F(PipelineSftData, ColumnsTrainExactlyTheResponseAndItsEndOfTurn) {
                                      "and 3<|im_end|>\n<|im_start|>assistant\n"});
   // An empty query and an empty system prompt are left out, as ROLL's `if query` / `if system_prompt`.
   const SftSample bare = enc.encode({{"system", ""}, {"instruction", "Hi"}, {"input", ""}, {"output", "Hello"}});
-  EXPECT_EQ(runs(enc.tokenizer(), bare, false), std::vector<std::string>{"<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n"});
+  EXPECT_EQ(runs(enc.tokenizer(), bare, false),
+            std::vector<std::string>{"<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n"});
   EXPECT_EQ(runs(enc.tokenizer(), bare, true), std::vector<std::string>{"Hello<|im_end|>"});
 }
 
@@ -86,7 +87,8 @@ TEST_F(PipelineSftData, TheTokenizersOwnTemplateTrainsWhatFollowsTheGenerationPr
   const SftEncoder enc = encoder("native");
   const SftSample s = enc.encode({{"instruction", "What is 2+2?"}, {"output", "It is 4."}});
   EXPECT_EQ(runs(enc.tokenizer(), s, true), std::vector<std::string>{"<think>\n\n</think>\n\nIt is 4.<|im_end|>"});
-  EXPECT_EQ(runs(enc.tokenizer(), s, false), std::vector<std::string>{"<|im_start|>user\nWhat is 2+2?<|im_end|>\n<|im_start|>assistant\n"});
+  EXPECT_EQ(runs(enc.tokenizer(), s, false),
+            std::vector<std::string>{"<|im_start|>user\nWhat is 2+2?<|im_end|>\n<|im_start|>assistant\n"});
 }
 
 TEST_F(PipelineSftData, MessagesTrainEveryAssistantTurn) {
@@ -116,9 +118,10 @@ TEST_F(PipelineSftData, MessagesTrainEveryAssistantTurn) {
 
 TEST_F(PipelineSftData, CollatedLabelsAreTheShiftedTrainedTokensAndLongRowsAreTruncated) {
   const SftEncoder enc = encoder("chatml", std::nullopt, 24);
-  const std::string path = dir_.write("d.jsonl", json{{"instruction", "Hi"}, {"output", "Hello there"}}.dump() + "\n" +
-                                                     json{{"instruction", "Count"}, {"output", std::string(200, 'x')}}.dump() + "\n" +
-                                                     json{{"instruction", std::string(300, 'y')}, {"output", "z"}}.dump() + "\n");
+  const std::string path =
+      dir_.write("d.jsonl", json{{"instruction", "Hi"}, {"output", "Hello there"}}.dump() + "\n" +
+                                json{{"instruction", "Count"}, {"output", std::string(200, 'x')}}.dump() + "\n" +
+                                json{{"instruction", std::string(300, 'y')}, {"output", "z"}}.dump() + "\n");
   const SftDataset ds = load_sft_dataset({path}, enc);
   ASSERT_EQ(ds.rows.size(), 3u);
   ASSERT_EQ(ds.files.size(), 1u);
@@ -143,7 +146,8 @@ TEST_F(PipelineSftData, CollatedLabelsAreTheShiftedTrainedTokensAndLongRowsAreTr
       EXPECT_EQ(ids[r][t].item<int64_t>(), t < n ? s.input_ids[static_cast<size_t>(t)] : enc.pad_id());
       EXPECT_EQ(pos[r][t].item<int64_t>(), std::min(t, n - 1));
       const bool trained = t + 1 < n && s.target[static_cast<size_t>(t + 1)];
-      EXPECT_EQ(labels[r][t].item<int64_t>(), trained ? s.input_ids[static_cast<size_t>(t + 1)] : roll::workers::kIgnoreIndex)
+      EXPECT_EQ(labels[r][t].item<int64_t>(),
+                trained ? s.input_ids[static_cast<size_t>(t + 1)] : roll::workers::kIgnoreIndex)
           << "row " << r << " column " << t;
     }
   }
@@ -152,11 +156,12 @@ TEST_F(PipelineSftData, CollatedLabelsAreTheShiftedTrainedTokensAndLongRowsAreTr
 
 TEST_F(PipelineSftData, MalformedRowsAreSkippedAndNamedByLine) {
   const SftEncoder enc = encoder("chatml");
-  const std::string path = dir_.write("bad.jsonl", json{{"instruction", "Hi"}, {"output", "Hello"}}.dump() + "\n" +  // 1
-                                                       "{bad json\n" +                                               // 2
-                                                       json{{"instruction", 5}, {"output", "x"}}.dump() + "\n" +     // 3
-                                                       json{{"instruction", "a"}}.dump() + "\n" +                    // 4
-                                                       json{{"instruction", "a"}, {"output", ""}}.dump() + "\n");    // 5
+  const std::string path =
+      dir_.write("bad.jsonl", json{{"instruction", "Hi"}, {"output", "Hello"}}.dump() + "\n" +  // 1
+                                  "{bad json\n" +                                               // 2
+                                  json{{"instruction", 5}, {"output", "x"}}.dump() + "\n" +     // 3
+                                  json{{"instruction", "a"}}.dump() + "\n" +                    // 4
+                                  json{{"instruction", "a"}, {"output", ""}}.dump() + "\n");    // 5
   const SftDataset ds = load_sft_dataset({path}, enc);
   ASSERT_EQ(ds.rows.size(), 1u);
   const SftFileStats& f = ds.files.at(0);
@@ -170,9 +175,9 @@ TEST_F(PipelineSftData, MalformedRowsAreSkippedAndNamedByLine) {
 
   const SftEncoder msgs = encoder("chatml", "messages");
   const std::string only_bad = dir_.write(
-      "msgs.jsonl",
-      json{{"messages", json::array({{{"role", "assistant"}, {"content", "x"}}})}}.dump() + "\n" +
-          json{{"messages", json::array({{{"role", "user"}, {"content", "x"}}})}}.dump() + "\n" + "{\"other\": 1}\n");
+      "msgs.jsonl", json{{"messages", json::array({{{"role", "assistant"}, {"content", "x"}}})}}.dump() + "\n" +
+                        json{{"messages", json::array({{{"role", "user"}, {"content", "x"}}})}}.dump() + "\n" +
+                        "{\"other\": 1}\n");
   const std::string err = error_of([&] { load_sft_dataset({only_bad}, msgs); });
   EXPECT_NE(err.find(only_bad + ": no usable SFT rows (3 read, 3 malformed)"), std::string::npos) << err;
   EXPECT_NE(err.find("line 1: \"messages\"[0] is an assistant turn"), std::string::npos) << err;

@@ -37,8 +37,9 @@ Batch sft_batch(int64_t vocab, uint64_t seed) {
   }
   ids = ids * attn;
   at::Tensor labels = at::full({kRows, kSeq}, workers::kIgnoreIndex, at::kLong);
-  labels.slice(1, 0, kSeq - 1).copy_(at::where(target.slice(1, 1, kSeq) > 0, ids.slice(1, 1, kSeq),
-                                               at::full({}, workers::kIgnoreIndex, at::kLong)));
+  labels.slice(1, 0, kSeq - 1)
+      .copy_(at::where(target.slice(1, 1, kSeq) > 0, ids.slice(1, 1, kSeq),
+                       at::full({}, workers::kIgnoreIndex, at::kLong)));
   Batch b(kRows);
   b.set_tensor("input_ids", ids);
   b.set_tensor("attention_mask", attn);

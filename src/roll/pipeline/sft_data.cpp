@@ -33,7 +33,8 @@ std::string without_final_newline(std::string text) {
 }
 
 nlohmann::json first_messages(const nlohmann::json& messages, size_t n) {
-  return nlohmann::json(std::vector<nlohmann::json>(messages.begin(), messages.begin() + static_cast<std::ptrdiff_t>(n)));
+  return nlohmann::json(
+      std::vector<nlohmann::json>(messages.begin(), messages.begin() + static_cast<std::ptrdiff_t>(n)));
 }
 
 }  // namespace
@@ -76,7 +77,8 @@ nlohmann::json SftEncoder::conversation(const nlohmann::json& row) const {
     if (messages[0]["role"] == "assistant")
       throw Error(fmt::format("\"{}\"[0] is an assistant turn: a conversation must open with a system or user turn",
                               *o.messages_key));
-    if (std::none_of(messages.begin(), messages.end(), [](const nlohmann::json& m) { return m["role"] == "assistant"; }))
+    if (std::none_of(messages.begin(), messages.end(),
+                     [](const nlohmann::json& m) { return m["role"] == "assistant"; }))
       throw Error(fmt::format("\"{}\" has no assistant turn to train on", *o.messages_key));
     return messages;
   }
@@ -106,10 +108,11 @@ SftSample SftEncoder::encode(const nlohmann::json& row) const {
     if (messages[i]["role"] != "assistant") continue;
     std::string prompt = template_->apply(first_messages(messages, i), /*add_generation_prompt=*/true);
     if (!full.starts_with(prompt))
-      throw Error(fmt::format("the chat template '{}' does not render the conversation before message {} (with the "
-                              "generation prompt) as the beginning of the whole conversation, so the assistant's "
-                              "tokens cannot be told apart",
-                              template_->name(), i));
+      throw Error(
+          fmt::format("the chat template '{}' does not render the conversation before message {} (with the "
+                      "generation prompt) as the beginning of the whole conversation, so the assistant's "
+                      "tokens cannot be told apart",
+                      template_->name(), i));
     texts.push_back(std::move(prompt));
     turns.push_back(i);
   }
@@ -129,11 +132,12 @@ SftSample SftEncoder::encode(const nlohmann::json& row) const {
       end = begin;
       while (end < limit && std::find(stop_ids_.begin(), stop_ids_.end(), s.input_ids[end]) == stop_ids_.end()) ++end;
       if (end == limit)
-        throw Error(fmt::format("assistant message {} has no end-of-turn token (ids {}) before the next turn",
-                                turns[k], fmt::join(stop_ids_, ", ")));
+        throw Error(fmt::format("assistant message {} has no end-of-turn token (ids {}) before the next turn", turns[k],
+                                fmt::join(stop_ids_, ", ")));
       ++end;
     }
-    std::fill(s.target.begin() + static_cast<std::ptrdiff_t>(begin), s.target.begin() + static_cast<std::ptrdiff_t>(end), 1);
+    std::fill(s.target.begin() + static_cast<std::ptrdiff_t>(begin),
+              s.target.begin() + static_cast<std::ptrdiff_t>(end), 1);
   }
   if (std::find(s.target.begin(), s.target.end(), 1) == s.target.end())
     throw Error("the assistant turns render to no token of their own");
@@ -176,7 +180,8 @@ void encode_sft_records(const std::string& file, const std::vector<JsonRecord>& 
   if (stats.kept == 0)
     throw Error(fmt::format("{}: no usable SFT rows ({} read, {} malformed){}{}", file, stats.rows, stats.malformed,
                             named.empty() ? "" : ": ", named));
-  if (stats.malformed > 0) log::warn("{}: skipped {} malformed of {} rows: {}", file, stats.malformed, stats.rows, named);
+  if (stats.malformed > 0)
+    log::warn("{}: skipped {} malformed of {} rows: {}", file, stats.malformed, stats.rows, named);
   if (stats.truncated > 0)
     log::info("{}: {} rows longer than sequence_length {} were truncated ({} of them keep no trained token)", file,
               stats.truncated, limit, stats.no_target);
@@ -227,18 +232,21 @@ SftStepPlan plan_sft_steps(int64_t configured_max_steps, int64_t rows, int64_t d
   p.global_batch = dp_size * per_device_train_batch_size * gradient_accumulation_steps;
   p.steps_per_epoch = rows / p.global_batch;
   if (p.steps_per_epoch < 1)
-    throw ConfigError("sft_train.data_args.file_name",
-                      fmt::format("the SFT data has {} usable rows, fewer than one global batch of {} (data parallel "
-                                  "{} x per_device_train_batch_size {} x gradient_accumulation_steps {})",
-                                  rows, p.global_batch, dp_size, per_device_train_batch_size,
-                                  gradient_accumulation_steps));
+    throw ConfigError(
+        "sft_train.data_args.file_name",
+        fmt::format("sft_train.data_args.file_name: the SFT data has {} usable rows, fewer than one "
+                    "global batch of {} (data parallel {} x per_device_train_batch_size {} x "
+                    "gradient_accumulation_steps {})",
+                    rows, p.global_batch, dp_size, per_device_train_batch_size, gradient_accumulation_steps));
   if (configured_max_steps > 0) {
     p.pipeline_steps = configured_max_steps;
     p.epochs = (configured_max_steps + p.steps_per_epoch - 1) / p.steps_per_epoch;
   } else {
     if (!(num_train_epochs > 0))
       throw ConfigError("sft_train.training_args.num_train_epochs",
-                        fmt::format("num_train_epochs must be > 0 when max_steps is not set, got {}", num_train_epochs));
+                        fmt::format("sft_train.training_args.num_train_epochs must be > 0 when max_steps is not set, "
+                                    "got {}",
+                                    num_train_epochs));
     p.epochs = std::max<int64_t>(1, static_cast<int64_t>(std::ceil(num_train_epochs)));
     p.pipeline_steps = p.epochs * p.steps_per_epoch;
   }

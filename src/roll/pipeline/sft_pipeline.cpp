@@ -40,8 +40,10 @@ SftPipeline::SftPipeline(config::LoadedConfig loaded, config::LoadRequest reques
   im.seed = c.seed;
   const std::string model_dir = config::resolve_model_path(c.sft_train.model_args.model_name_or_path.value_or(""),
                                                            "sft_train.model_args.model_name_or_path");
+  if (!c.sft_train.data_args)
+    throw ConfigError("sft_train.data_args.file_name",
+                      "sft_train.data_args.file_name: the SFT pipeline needs training data");
   im.encoder.emplace(model_dir, sft_encoding_options(c));
-  if (!c.sft_train.data_args) throw ConfigError("sft_train.data_args.file_name", "the SFT pipeline needs training data");
   im.train = load_sft_dataset(expand_data_files(c.sft_train.data_args->file_name, "sft_train.data_args.file_name"),
                               *im.encoder);
 
@@ -56,10 +58,11 @@ SftPipeline::SftPipeline(config::LoadedConfig loaded, config::LoadRequest reques
   c.sft_train.training_args.max_steps = im.plan.worker_max_steps;
   request_.compose.overrides.push_back(fmt::format("max_steps={}", im.plan.pipeline_steps));
   request_.compose.overrides.push_back(fmt::format("sft_train.training_args.max_steps={}", im.plan.worker_max_steps));
-  log::info("sft: {} examples, global batch {} (data parallel {} x {} x gradient accumulation {}): {} steps per epoch, "
-            "{} epoch(s), {} steps",
-            im.train.rows.size(), im.plan.global_batch, im.dp, ta.per_device_train_batch_size,
-            ta.gradient_accumulation_steps, im.plan.steps_per_epoch, im.plan.epochs, im.plan.pipeline_steps);
+  log::info(
+      "sft: {} examples, global batch {} (data parallel {} x {} x gradient accumulation {}): {} steps per epoch, "
+      "{} epoch(s), {} steps",
+      im.train.rows.size(), im.plan.global_batch, im.dp, ta.per_device_train_batch_size, ta.gradient_accumulation_steps,
+      im.plan.steps_per_epoch, im.plan.epochs, im.plan.pipeline_steps);
 
   if (c.validation && c.validation->data_args && !c.validation->data_args->file_name.empty()) {
     // ROLL encodes the validation rows with the training encode function (template, columns).
@@ -71,10 +74,13 @@ SftPipeline::SftPipeline(config::LoadedConfig loaded, config::LoadRequest reques
       // ROLL's drop_last loader would yield no batch at all; one batch of whole DP shares instead.
       if (rows < im.dp)
         throw ConfigError("validation.data_args.file_name",
-                          fmt::format("{} validation rows cannot be split over {} data-parallel ranks", rows, im.dp));
-      log::warn("sft: {} validation rows are fewer than one validation batch of {} (dp x gradient_accumulation_steps "
-                "x infer_batch_size): validating on {} of them",
-                rows, im.val_batch, rows / im.dp * im.dp);
+                          fmt::format("validation.data_args.file_name: {} validation rows cannot be split over {} "
+                                      "data-parallel ranks",
+                                      rows, im.dp));
+      log::warn(
+          "sft: {} validation rows are fewer than one validation batch of {} (dp x gradient_accumulation_steps "
+          "x infer_batch_size): validating on {} of them",
+          rows, im.val_batch, rows / im.dp * im.dp);
       im.val_batch = rows / im.dp * im.dp;
     }
   }
@@ -86,6 +92,19 @@ const SftStepPlan& SftPipeline::step_plan() const { return impl_->plan; }
 
 bool SftPipeline::has_validation() const { return !impl_->validation.rows.empty(); }
 
+namespace {
+
+// One DP_MP_COMPUTE call of sft_train on the collated rows; the ranks' metrics reduced.
+Metrics sft_call(runtime::Cluster& sft, const char* method, const std::vector<const SftSample*>& rows,
+                 const SftEncoder& encoder, int64_t step) {
+  Batch batch = collate_sft(rows, encoder.options().sequence_length, encoder.pad_id());
+  batch.meta["global_step"] = step;
+  runtime::Payload r = sft.call(method, runtime::Dispatch::dp_mp_compute, runtime::Payload(std::move(batch))).get();
+  return reduce_json_metrics(r.batch->meta.value("metrics", nlohmann::json::object()));
+}
+
+}  // namespace
+
 Metrics SftPipeline::run_step(int64_t step) {
   Impl& im = *impl_;
   const auto t0 = std::chrono::steady_clock::now();
@@ -94,11 +113,7 @@ Metrics SftPipeline::run_step(int64_t step) {
   std::vector<const SftSample*> rows;
   for (int64_t k = index * im.plan.global_batch; k < (index + 1) * im.plan.global_batch; ++k)
     rows.push_back(&im.train.rows[static_cast<size_t>(order[static_cast<size_t>(k)])]);
-  Batch batch = collate_sft(rows, im.encoder->options().sequence_length, im.encoder->pad_id());
-  batch.meta["global_step"] = step;
-  runtime::Payload r =
-      cluster("sft_train").call("train_step", runtime::Dispatch::dp_mp_compute, runtime::Payload(std::move(batch))).get();
-  Metrics m = reduce_json_metrics(r.batch->meta.value("metrics", nlohmann::json::object()));
+  Metrics m = sft_call(cluster("sft_train"), "train_step", rows, *im.encoder, step);
   m["time/step_train"] = seconds_since(t0);
   m["system/epoch"] = static_cast<double>(epoch);
   return m;
@@ -112,14 +127,10 @@ Metrics SftPipeline::validate(int64_t step) {
   for (int64_t begin = 0; begin + im.val_batch <= rows; begin += im.val_batch, ++batches) {
     std::vector<const SftSample*> part;
     for (int64_t k = begin; k < begin + im.val_batch; ++k) part.push_back(&im.validation.rows[static_cast<size_t>(k)]);
-    runtime::Payload r = cluster("sft_train")
-                             .call("val_step", runtime::Dispatch::dp_mp_compute,
-                                   runtime::Payload(collate_sft(part, im.encoder->options().sequence_length,
-                                                                im.encoder->pad_id())))
-                             .get();
-    const Metrics got = reduce_json_metrics(r.batch->meta.value("metrics", nlohmann::json::object()));
+    const Metrics got = sft_call(cluster("sft_train"), "val_step", part, *im.encoder, step);
     auto it = got.find(im.role + "/loss@sum");
-    if (it == got.end()) throw Error(fmt::format("sft_train.val_step at step {} returned no {}/loss@sum", step, im.role));
+    if (it == got.end())
+      throw Error(fmt::format("sft_train.val_step at step {} returned no {}/loss@sum", step, im.role));
     sum += it->second;
   }
   return {{im.role + "/val_loss", sum / static_cast<double>(std::max<int64_t>(1, batches))}};
@@ -128,7 +139,8 @@ Metrics SftPipeline::validate(int64_t step) {
 nlohmann::json SftPipeline::state_kv() const {
   const Impl& im = *impl_;
   return {{"sft_data",
-           {{"rows", im.train.rows.size()}, {"global_batch", im.plan.global_batch},
+           {{"rows", im.train.rows.size()},
+            {"global_batch", im.plan.global_batch},
             {"steps_per_epoch", im.plan.steps_per_epoch}}}};
 }
 
@@ -136,9 +148,10 @@ void SftPipeline::restore_kv(const nlohmann::json& kv) {
   const nlohmann::json saved = kv.value("sft_data", nlohmann::json::object());
   const nlohmann::json now = state_kv()["sft_data"];
   if (saved != now)
-    log::warn("sft: the checkpoint was written for data {} and this run has {}: the resumed steps draw other rows "
-              "than an uninterrupted run would",
-              saved.dump(), now.dump());
+    log::warn(
+        "sft: the checkpoint was written for data {} and this run has {}: the resumed steps draw other rows "
+        "than an uninterrupted run would",
+        saved.dump(), now.dump());
 }
 
 }  // namespace roll::pipeline

@@ -38,11 +38,11 @@ at::Tensor label_mask(const Batch& batch, const ForwardInputs& in, const std::st
   if (bad.any().item<bool>()) {
     const at::Tensor where = at::nonzero(bad)[0];
     const int64_t r = where[0].item<int64_t>(), t = where[1].item<int64_t>();
-    throw Error(fmt::format("{}: labels[{}][{}] = {} is not the next attended token ({}): labels must be input_ids "
-                            "shifted left by one (ROLL's DataCollatorForSFT) with {} elsewhere",
-                            role, r, t, labels[r][t].item<int64_t>(),
-                            t + 1 < S ? std::to_string(in.input_ids[r][t + 1].item<int64_t>()) : "none past the end",
-                            kIgnoreIndex));
+    throw Error(fmt::format(
+        "{}: labels[{}][{}] = {} is not the next attended token ({}): labels must be input_ids "
+        "shifted left by one (ROLL's DataCollatorForSFT) with {} elsewhere",
+        role, r, t, labels[r][t].item<int64_t>(),
+        t + 1 < S ? std::to_string(in.input_ids[r][t + 1].item<int64_t>()) : "none past the end", kIgnoreIndex));
   }
   return m.to(at::kFloat);
 }
@@ -52,9 +52,7 @@ ForwardInputs select_rows(const ForwardInputs& in, const at::Tensor& idx) {
           in.position_ids.index_select(0, idx)};
 }
 
-at::Tensor index_of(const std::vector<int64_t>& rows) {
-  return at::tensor(rows, at::TensorOptions().dtype(at::kLong));
-}
+at::Tensor index_of(const std::vector<int64_t>& rows) { return at::tensor(rows, at::TensorOptions().dtype(at::kLong)); }
 
 }  // namespace
 
@@ -96,8 +94,8 @@ SftTrainer::SftTrainer(const config::PipelineConfig& pipeline, const config::Wor
   s.infer_batch_size = worker.infer_batch_size;
   s.world = world_size;
   options.ppo_epochs = 1;  // one pass over the rows per train_step (SFTWorker hands the batch to the strategy)
-  s.strategy = std::make_unique<train::TrainStrategy>(load_role_model(model_dir, worker, s.name), std::move(options),
-                                                      group);
+  s.strategy =
+      std::make_unique<train::TrainStrategy>(load_role_model(model_dir, worker, s.name), std::move(options), group);
   if (group && group->size() > 1) s.norm_group = group->sibling(s.name + ".loss_normalisers");
 }
 
