@@ -124,3 +124,76 @@ TEST(AgenticGroupQueue, StaleAndRedundantRolloutsAreIgnored) {
   EXPECT_FALSE(q.get_batch(2, 1, 0.05).has_value());  // nothing complete for step 1 yet: timeout
   EXPECT_THROW(q.get_episode(5, 0), Error);
 }
+
+// The callback form a service uses: answered at once when an episode is open, else later by the
+// thread that creates one, ends the queue or reports the env gone; never while the queue is locked.
+TEST(AgenticGroupQueue, AsyncAsksAreAnsweredWhenEpisodesAppear) {
+  GroupQueueOptions o;
+  o.num_groups = 2;
+  o.group_size = 1;
+  o.group_size_redundancy = 1;
+  GroupQueueManager q(o);
+  std::vector<std::pair<int64_t, std::optional<GroupQueueManager::Episode>>> answers;  // (env, answer)
+  auto ask = [&](int64_t group, int64_t env) {
+    q.get_episode_async(group, env, [&answers, &q, env](std::optional<GroupQueueManager::Episode> ep) {
+      // A callback under the queue's lock would deadlock here.
+      (void)q.group_filter_count();
+      answers.emplace_back(env, ep);
+    });
+  };
+  ask(0, 0);
+  ask(0, 1);
+  ask(1, 2);
+  ask(0, 5);  // a third env for a group of width 2: waits beyond this step
+  EXPECT_TRUE(answers.empty());  // no step yet: every ask waits
+  q.advance_step(0);
+  ASSERT_EQ(answers.size(), 3u);  // arrival order within a group; group 0 first
+  EXPECT_EQ(answers[0].first, 0);
+  EXPECT_EQ(answers[1].first, 1);
+  EXPECT_EQ(answers[2].first, 2);
+  for (const auto& [env, ep] : answers) {
+    ASSERT_TRUE(ep.has_value());
+    EXPECT_EQ(ep->episode_id, 0);
+    EXPECT_EQ(ep->start_step, 0);
+  }
+  // env 5 leaves while waiting: its ask is answered with nothing and it takes no episode.
+  q.env_exit(0, 5);
+  ASSERT_EQ(answers.size(), 4u);
+  EXPECT_EQ(answers[3].first, 5);
+  EXPECT_FALSE(answers[3].second.has_value());
+  // An open episode answers at once (group 1 still has a slot).
+  ask(1, 3);
+  ASSERT_EQ(answers.size(), 5u);
+  ASSERT_TRUE(answers[4].second.has_value());
+  EXPECT_EQ(answers[4].second->episode_id, 0);
+  // Step 1's episode goes to a waiter of step 0; shutdown ends the rest.
+  ask(0, 0);
+  ask(0, 1);
+  ask(0, 0);
+  q.advance_step(1);
+  ASSERT_EQ(answers.size(), 7u);
+  EXPECT_EQ(answers[5].second->episode_id, 1);
+  EXPECT_EQ(answers[6].second->episode_id, 1);
+  q.shutdown();
+  ASSERT_EQ(answers.size(), 8u);
+  EXPECT_FALSE(answers[7].second.has_value());
+  ask(1, 2);  // after shutdown: at once, nothing
+  ASSERT_EQ(answers.size(), 9u);
+  EXPECT_FALSE(answers[8].second.has_value());
+  EXPECT_THROW(ask(7, 0), Error);
+}
+
+TEST(AgenticGroupQueue, FiniteQueueEndsWaitersWhenItsLastEpisodeIsTaken) {
+  GroupQueueOptions o;
+  o.num_groups = 1;
+  o.group_size = 1;
+  o.max_episodes_per_group = 1;
+  GroupQueueManager q(o);
+  std::vector<std::optional<GroupQueueManager::Episode>> answers;
+  for (int env = 0; env < 2; ++env)
+    q.get_episode_async(0, env, [&](std::optional<GroupQueueManager::Episode> ep) { answers.push_back(ep); });
+  q.advance_step(0);
+  ASSERT_EQ(answers.size(), 2u);
+  EXPECT_TRUE(answers[0].has_value());
+  EXPECT_FALSE(answers[1].has_value());  // the only episode is taken and no other will come
+}

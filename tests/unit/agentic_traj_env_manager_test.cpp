@@ -4,7 +4,7 @@
 
 #include <filesystem>
 
-#include "config_test_util.h"
+#include "agentic_test_util.h"
 #include "roll/agentic/frozen_lake.h"
 #include "roll/agentic/traj_env_manager.h"
 #include "roll/core/batch.h"
@@ -18,35 +18,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// Answers each turn with the next scripted text; records the requests.
-class ScriptedLlm : public LlmClient {
- public:
-  ScriptedLlm(const model::Tokenizer& tok, std::vector<std::string> replies) : tok_(tok), replies_(std::move(replies)) {}
-  std::future<GenerateResult> generate(GenerateRequest request) override {
-    requests.push_back(request);
-    GenerateResult r;
-    r.output_token_ids = tok_.encode(replies_.at(next_++ % replies_.size()), false);
-    for (size_t i = 0; i < r.output_token_ids.size(); ++i) r.output_logprobs.push_back(-0.5f - 0.01f * i);
-    r.finish_reason = "stop";
-    std::promise<GenerateResult> p;
-    p.set_value(r);
-    return p.get_future();
-  }
-  void abort(const std::string&) override {}
-  std::vector<GenerateRequest> requests;
-
- private:
-  const model::Tokenizer& tok_;
-  std::vector<std::string> replies_;
-  size_t next_ = 0;
-};
-
-class NoEpisodes : public EpisodeSource {
- public:
-  std::optional<GroupQueueManager::Episode> get_episode(int64_t, int64_t) override { return std::nullopt; }
-  void put(Rollout) override {}
-  void env_exit(int64_t, int64_t) override {}
-};
+using roll::testing::NoEpisodes;
+using roll::testing::ScriptedLlm;
 
 EnvSpec frozen_lake_spec() {
   EnvSpec s;
@@ -70,12 +43,13 @@ TEST(AgenticTrajEnvManager, ThreeTurnTokenLayoutAndMasks) {
   // Invalid actions never end a FrozenLake episode, so all 3 turns are played.
   ScriptedLlm llm(tok, {"<answer>Jump</answer>", "<answer>Fly</answer>", "<answer>Swim</answer>"});
   NoEpisodes none;
-  TrajEnvManagerOptions o;
+  EnvManagerOptions o;
   o.spec = frozen_lake_spec();
   o.group_id = 2;
   o.env_id = 5;
   o.group_seed = 100;
   o.sequence_length = 1024;
+  o.generation.max_new_tokens = 100;  // generating_args; max_tokens_per_step (64) is smaller
   TrajEnvManager mgr(o, tok, tmpl, llm, none);
   auto r = mgr.play_episode(7, 0);
   ASSERT_TRUE(r.has_value());
@@ -148,10 +122,10 @@ TEST(AgenticTrajEnvManager, SolvingEndsTheEpisodeWithReward) {
   auto path = FrozenLake::solve(probe.board(), probe.player_row(), probe.player_col());
   ASSERT_FALSE(path.empty());
   std::vector<std::string> replies;
-  for (int a : path) replies.push_back(std::string("<answer>") + (const char*[]){"Left", "Down", "Right", "Up"}[a] + "</answer>");
+  for (int a : path) replies.push_back(roll::testing::frozen_lake_answer(a));
   ScriptedLlm llm(tok, replies);
   NoEpisodes none;
-  TrajEnvManagerOptions o;
+  EnvManagerOptions o;
   o.spec = spec;
   o.group_seed = 100;
   o.sequence_length = 4096;

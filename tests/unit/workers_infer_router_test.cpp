@@ -17,6 +17,7 @@
 #include "roll/workers/request_router.h"
 #include "roll/workers/router_service.h"
 #include "unit/multiprocess.h"
+#include "unit/worker_runtime.h"
 
 namespace roll::workers {
 namespace {
@@ -79,13 +80,7 @@ class RouterFixture {
     mo.preset = "tiny";
     mo.out_dir = dir + "/model";
     model::init_model_dir(mo);
-    runtime::RuntimeOptions o;
-    o.worker_command = {std::filesystem::read_symlink("/proc/self/exe").string(), "--roll-worker"};
-    o.log_dir = dir + "/logs";
-    o.run_dir = dir;
-    o.rpc_timeout = 60s;
-    o.forward_output = false;
-    o.cores = 2;
+    runtime::RuntimeOptions o = test::worker_runtime_options(dir);
     rt = std::make_unique<runtime::Runtime>(o);
     runtime::ClusterSpec spec;
     spec.placement.name = "actor_infer";

@@ -3,10 +3,20 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <future>
 
 #include "roll/core/error.h"
 
 namespace roll::agentic {
+namespace {
+
+// Answers collected under the lock run after it is released, so a callback never runs with it.
+void run_answers(
+    std::vector<std::pair<GroupQueueManager::EpisodeCallback, std::optional<GroupQueueManager::Episode>>>& answers) {
+  for (auto& [done, ep] : answers) done(ep);
+}
+
+}  // namespace
 
 GroupQueueManager::GroupQueueManager(GroupQueueOptions options) : o_(std::move(options)) {
   if (o_.num_groups <= 0 || o_.group_size <= 0 || o_.episodes_per_step <= 0 || o_.group_size_redundancy < 0 ||
@@ -24,7 +34,8 @@ void GroupQueueManager::create_episode(Group& g, int64_t step) {
 }
 
 void GroupQueueManager::advance_step(int64_t step) {
-  std::lock_guard<std::mutex> lock(mu_);
+  Answers answers;
+  std::unique_lock<std::mutex> lock(mu_);
   current_step_ = step;
   // First step: the async ratio's look-ahead batches are created up front (spec 1.7).
   const int64_t batches = first_step_ ? 1 + o_.async_generation_ratio : 1;
@@ -35,8 +46,11 @@ void GroupQueueManager::advance_step(int64_t step) {
       g.episodes.pop_front();
     for (int64_t b = 0; b < batches; ++b)
       for (int64_t e = 0; e < o_.episodes_per_step; ++e) create_episode(g, step);
+    serve_waiters(g, answers);
   }
   cv_.notify_all();
+  lock.unlock();
+  run_answers(answers);
 }
 
 std::vector<std::pair<int64_t, int64_t>> GroupQueueManager::plan_batch(int64_t batch_size, int64_t current_step) const {
@@ -99,60 +113,111 @@ std::optional<std::vector<Rollout>> GroupQueueManager::get_batch(int64_t batch_s
   return out;
 }
 
-std::optional<GroupQueueManager::Episode> GroupQueueManager::get_episode(int64_t group_id, int64_t env_id) {
+std::optional<GroupQueueManager::Episode> GroupQueueManager::take_episode(Group& g) {
+  const int64_t width = o_.group_size + o_.group_size_redundancy;
+  for (auto& e : g.episodes)
+    if (!e.complete && e.running < width) {
+      ++e.running;
+      return Episode{e.episode_id, e.create_step};
+    }
+  return std::nullopt;
+}
+
+bool GroupQueueManager::finished(const Group& g) const {
+  // Finite mode: once the last episode is created, no more come.
+  return shutdown_ || (o_.max_episodes_per_group >= 0 && g.next_episode >= o_.max_episodes_per_group);
+}
+
+void GroupQueueManager::serve_waiters(Group& g, Answers& out) {
+  while (!g.waiters.empty()) {
+    std::optional<Episode> ep = shutdown_ ? std::nullopt : take_episode(g);
+    if (!ep && !finished(g)) return;
+    out.emplace_back(std::move(g.waiters.front().done), ep);
+    g.waiters.pop_front();
+  }
+}
+
+void GroupQueueManager::get_episode_async(int64_t group_id, int64_t env_id, EpisodeCallback done) {
   if (group_id < 0 || group_id >= o_.num_groups)
     throw Error(fmt::format("group queue: group id {} outside [0, {})", group_id, o_.num_groups));
-  std::unique_lock<std::mutex> lock(mu_);
-  Group& g = groups_[group_id];
-  const int64_t width = o_.group_size + o_.group_size_redundancy;
-  for (;;) {
-    if (shutdown_) return std::nullopt;
-    for (auto& e : g.episodes)
-      if (!e.complete && e.running < width) {
-        ++e.running;
-        return Episode{e.episode_id, e.create_step};
-      }
-    // Finite mode: no episode will ever come again.
-    if (o_.max_episodes_per_group >= 0 && g.next_episode >= o_.max_episodes_per_group) return std::nullopt;
-    cv_.wait(lock);
+  Answers answers;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    Group& g = groups_[group_id];
+    g.waiters.push_back(Waiter{env_id, std::move(done)});
+    serve_waiters(g, answers);
   }
+  run_answers(answers);
+}
+
+std::optional<GroupQueueManager::Episode> GroupQueueManager::get_episode(int64_t group_id, int64_t env_id) {
+  // The promise is shared with the callback: it may still be inside set_value when get() returns.
+  auto answer = std::make_shared<std::promise<std::optional<Episode>>>();
+  auto result = answer->get_future();
+  get_episode_async(group_id, env_id, [answer](std::optional<Episode> ep) { answer->set_value(ep); });
+  return result.get();
 }
 
 void GroupQueueManager::put(Rollout rollout) {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (rollout.group_id < 0 || rollout.group_id >= o_.num_groups) return;
-  Group& g = groups_[rollout.group_id];
-  for (auto it = g.episodes.begin(); it != g.episodes.end(); ++it) {
-    if (it->episode_id != rollout.episode_id) continue;
-    if (it->complete) return;  // redundant extra rollout: discarded
-    it->rollouts.push_back(std::move(rollout));
-    if (static_cast<int64_t>(it->rollouts.size()) < o_.group_size) return;
-    if (o_.group_filter && o_.group_filter(it->rollouts.front().group_id, it->episode_id, it->rollouts)) {
-      // Dropped by the filter: a fresh episode takes its place (same creation step).
-      ++filtered_;
-      const int64_t step = it->create_step;
-      g.episodes.erase(it);
-      if (o_.max_episodes_per_group < 0 || g.next_episode < o_.max_episodes_per_group)
-        g.episodes.push_back(EpisodeState{g.next_episode++, step});
-    } else {
-      it->complete = true;
+  Answers answers;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (rollout.group_id < 0 || rollout.group_id >= o_.num_groups) return;
+    Group& g = groups_[rollout.group_id];
+    for (auto it = g.episodes.begin(); it != g.episodes.end(); ++it) {
+      if (it->episode_id != rollout.episode_id) continue;
+      if (it->complete) return;  // redundant extra rollout: discarded
+      it->rollouts.push_back(std::move(rollout));
+      if (static_cast<int64_t>(it->rollouts.size()) < o_.group_size) return;
+      if (o_.group_filter && o_.group_filter(it->rollouts.front().group_id, it->episode_id, it->rollouts)) {
+        // Dropped by the filter: a fresh episode takes its place (same creation step).
+        ++filtered_;
+        const int64_t step = it->create_step;
+        g.episodes.erase(it);
+        if (o_.max_episodes_per_group < 0 || g.next_episode < o_.max_episodes_per_group)
+          g.episodes.push_back(EpisodeState{g.next_episode++, step});
+        serve_waiters(g, answers);
+      } else {
+        it->complete = true;
+      }
+      cv_.notify_all();
+      break;
     }
-    cv_.notify_all();
-    return;
+    // An episode not found was dropped (too old): its rollout is ignored.
   }
-  // The episode was dropped (too old): its rollout is ignored.
+  run_answers(answers);
 }
 
 void GroupQueueManager::env_exit(int64_t group_id, int64_t env_id) {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (group_id >= 0 && group_id < o_.num_groups) ++groups_[group_id].exited_envs;
-  cv_.notify_all();
+  Answers answers;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (group_id >= 0 && group_id < o_.num_groups) {
+      Group& g = groups_[group_id];
+      ++g.exited_envs;
+      // An ask still pending from this env has no reader any more.
+      for (auto it = g.waiters.begin(); it != g.waiters.end();)
+        if (it->env_id == env_id) {
+          answers.emplace_back(std::move(it->done), std::nullopt);
+          it = g.waiters.erase(it);
+        } else {
+          ++it;
+        }
+    }
+    cv_.notify_all();
+  }
+  run_answers(answers);
 }
 
 void GroupQueueManager::shutdown() {
-  std::lock_guard<std::mutex> lock(mu_);
-  shutdown_ = true;
-  cv_.notify_all();
+  Answers answers;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    shutdown_ = true;
+    for (auto& g : groups_) serve_waiters(g, answers);
+    cv_.notify_all();
+  }
+  run_answers(answers);
 }
 
 int64_t GroupQueueManager::group_filter_count() const {

@@ -56,6 +56,12 @@ class GroupQueueManager {
     int64_t start_step;
   };
   std::optional<Episode> get_episode(int64_t group_id, int64_t env_id);
+  // The same without blocking, for a service: `done` runs at once on this thread when an episode
+  // is there or the queue is finished, else later on the thread that creates one (advance_step,
+  // a filtered group's replacement), shuts the queue down, or calls env_exit for this env (which
+  // answers its pending ask with nullopt). `done` must be short and must not call the queue.
+  using EpisodeCallback = std::function<void(std::optional<Episode>)>;
+  void get_episode_async(int64_t group_id, int64_t env_id, EpisodeCallback done);
   // Env side: a finished rollout (ignored when its episode was dropped or its group is complete).
   void put(Rollout rollout);
   // Env side: `env_id` will ask for no more episodes.
@@ -72,12 +78,21 @@ class GroupQueueManager {
     std::vector<Rollout> rollouts;
     bool complete = false;
   };
+  struct Waiter {
+    int64_t env_id;
+    EpisodeCallback done;
+  };
   struct Group {
     std::deque<EpisodeState> episodes;  // oldest first
     int64_t next_episode = 0;
     int64_t exited_envs = 0;
+    std::deque<Waiter> waiters;  // envs asking for an episode, in arrival order
   };
+  using Answers = std::vector<std::pair<EpisodeCallback, std::optional<Episode>>>;
   void create_episode(Group& g, int64_t step);
+  std::optional<Episode> take_episode(Group& g);  // hands out the oldest open episode
+  bool finished(const Group& g) const;            // no episode will ever come again
+  void serve_waiters(Group& g, Answers& out);     // under mu_; `out` is run after unlocking
   std::vector<std::pair<int64_t, int64_t>> plan_batch(int64_t batch_size, int64_t current_step) const;
 
   GroupQueueOptions o_;

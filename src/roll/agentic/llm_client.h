@@ -9,18 +9,13 @@
 #include <vector>
 
 #include "roll/agentic/group_queue.h"
+#include "roll/engine/sampling_params.h"
 
 namespace roll::agentic {
 
-struct SamplingParams {
-  int64_t max_new_tokens = 128;
-  double temperature = 1.0;
-  double top_p = 1.0;
-  int64_t top_k = -1;
-  double repetition_penalty = 1.0;
-  std::vector<int32_t> stop_token_ids;
-  std::optional<uint64_t> seed;
-};
+// The engine's sampling settings (generating_args as ROLL passes them to vLLM); env managers cap
+// max_new_tokens per turn.
+using SamplingParams = engine::SamplingParams;
 
 struct GenerateRequest {
   std::string rid;

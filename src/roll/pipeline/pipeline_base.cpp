@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <filesystem>
 
 #include "roll/core/error.h"
@@ -81,14 +82,17 @@ void PipelineBase::setup_model_update() {
   auto* train = find_cluster("actor_train");
   auto* infer = find_cluster("actor_infer");
   if (!train || !infer) return;
-  const auto& t0 = train->spec().placement.workers.at(0);
+  // Colocated: an infer rank sharing a device with any train rank on train rank 0's node reads
+  // the weights rank 0 writes to that node's /dev/shm; every other infer rank takes the broadcast.
+  const int node0 = train->spec().placement.workers.at(0).node;
+  std::vector<int> train_devices;
+  for (const auto& w : train->spec().placement.workers)
+    if (w.node == node0) train_devices.insert(train_devices.end(), w.devices.begin(), w.devices.end());
   for (int r = 0; r < infer->world_size(); ++r) {
     const auto& w = infer->spec().placement.workers.at(r);
-    bool shares = w.node == t0.node && !w.devices.empty();
     bool overlap = false;
-    for (int d : w.devices)
-      for (int e : t0.devices) overlap = overlap || d == e;
-    (shares && overlap ? shm_ranks_ : broadcast_ranks_).push_back(r);
+    for (int d : w.devices) overlap = overlap || std::find(train_devices.begin(), train_devices.end(), d) != train_devices.end();
+    (w.node == node0 && overlap ? shm_ranks_ : broadcast_ranks_).push_back(r);
   }
   if (!broadcast_ranks_.empty()) {
     const int world = 1 + static_cast<int>(broadcast_ranks_.size());

@@ -148,7 +148,7 @@ Metrics RlvrPipeline::validate(int64_t step) {
     parts.push_back(rollout(*impl_->router, *impl_->tokenizer, *reward, prompts.take(rows), params, c, seq, fmt::format("val{}-{}", step, domain),
                             static_cast<uint64_t>(c.seed) * 7919u, rpc_timeout()));
   }
-  Batch all = Batch::concat(parts);
+  Batch all = concat_domains(std::move(parts));
   return validation_metrics(all);
 }
 
@@ -172,7 +172,7 @@ Metrics RlvrPipeline::run_step(int64_t step) {
                             static_cast<uint64_t>(c.seed) * 1000003u + static_cast<uint64_t>(step) * 10007u, rpc_timeout()));
     merge_json_metrics(reward_metrics, parts.back().meta["reward_metrics"]);
   }
-  Batch batch = Batch::concat(parts);
+  Batch batch = concat_domains(parts);
   m["time/step_generate"] = seconds_since(t0);
 
   // 2. Reference and old log-probs.
@@ -217,7 +217,7 @@ Metrics RlvrPipeline::run_step(int64_t step) {
     done.push_back(std::move(d));
     begin = end;
   }
-  batch = Batch::concat(done);
+  batch = concat_domains(std::move(done));
   m["time/compute_advantage"] = seconds_since(t0);
   for (auto& [k, v] : rollout_data_metrics(batch, n)) m[k] = v;
   for (auto& [k, v] : step_metrics.reduce()) m[k] = v;

@@ -3,6 +3,8 @@
 #include <ATen/ATen.h>
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "roll/core/error.h"
 #include "roll/model/tokenizer.h"
 
@@ -74,6 +76,19 @@ Batch build_rollout_batch(const Batch& prompts, const std::vector<GeneratedPromp
   out.set_column("sample_uuid", std::move(uuid));
   out.set_column("prompt_id", std::move(prompt_id));
   return out;
+}
+
+Batch concat_domains(std::vector<Batch> parts) {
+  std::vector<std::string> all;
+  for (const auto& p : parts)
+    for (const auto& k : p.column_keys())
+      if (std::find(all.begin(), all.end(), k) == all.end()) all.push_back(k);
+  for (auto& p : parts)
+    for (const auto& k : all)
+      if (!p.has_column(k)) p.set_column(k, NonTensorColumn(static_cast<size_t>(p.size()), Cell(nullptr)));
+  // Same column order everywhere, as concat compares them.
+  for (auto& p : parts) p = p.select(p.tensor_keys(), all);
+  return Batch::concat(parts);
 }
 
 }  // namespace roll::pipeline

@@ -26,4 +26,8 @@ struct GeneratedPrompt {
 Batch build_rollout_batch(const Batch& prompts, const std::vector<GeneratedPrompt>& generated, int64_t sequence_length,
                           int64_t prompt_length, int32_t pad_id, const model::Tokenizer& tokenizer);
 
+// Concatenates the batches of several domains: each domain's rows carry their own columns
+// (ground_truth for math, test_cases for code); a column missing from a part is filled with null.
+Batch concat_domains(std::vector<Batch> parts);
+
 }  // namespace roll::pipeline

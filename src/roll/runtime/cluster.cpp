@@ -36,11 +36,27 @@ ClusterFuture::ClusterFuture(std::string what, Dispatch mode, std::vector<std::f
 std::vector<Payload> ClusterFuture::get_all() {
   if (parts_.empty()) throw Error(what_ + ": the result was already taken");
   const auto deadline = std::chrono::steady_clock::now() + timeout_;
-  std::vector<Payload> out;
-  for (size_t r = 0; r < parts_.size(); ++r) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-    out.push_back(wait_result(parts_[r], std::max(left, std::chrono::milliseconds(0)),
-                              what_ + " on rank " + std::to_string(r)));
+  // The first rank to fail fails the call at once: its peers may be stuck in a collective that
+  // can no longer finish, and must not be waited for.
+  std::vector<bool> done(parts_.size(), false);
+  std::vector<Payload> out(parts_.size());
+  size_t left = parts_.size();
+  while (left > 0) {
+    for (size_t r = 0; r < parts_.size(); ++r) {
+      if (done[r] || parts_[r].wait_for(std::chrono::milliseconds(0)) != std::future_status::ready) continue;
+      done[r] = true;
+      --left;
+      try {
+        out[r] = parts_[r].get();
+      } catch (const std::exception& e) {
+        parts_.clear();
+        throw Error(what_ + " on rank " + std::to_string(r) + ": " + e.what());
+      }
+    }
+    if (left == 0) break;
+    if (std::chrono::steady_clock::now() > deadline)
+      throw Error(fmt::format("{} timed out after {:.1f} s ({} rank(s) unanswered)", what_, timeout_.count() / 1000.0, left));
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
   parts_.clear();
   return out;

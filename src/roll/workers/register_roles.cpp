@@ -6,6 +6,7 @@ void register_builtin_roles() {
   register_infer_role();
   register_reward_role();
   register_train_roles();
+  register_env_role();
 }
 
 }  // namespace roll::workers

@@ -9,5 +9,6 @@ void register_builtin_roles();
 void register_infer_role();
 void register_reward_role();
 void register_train_roles();
+void register_env_role();
 
 }  // namespace roll::workers

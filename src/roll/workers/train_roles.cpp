@@ -3,11 +3,10 @@
 // the pipelines call:
 //   actor_train  train_step, compute_log_probs (DP_MP_COMPUTE); setup_model_update,
 //                broadcast_weights (ONE_TO_ALL: every rank gathers, rank 0 sends); do_checkpoint,
-//                load_checkpoint {output_dir, step} -> <output_dir>/<worker name>/checkpoint-<step>
+//                load_checkpoint {output_dir, step} -> <output_dir>/<cluster>/checkpoint-<step>
 //   critic       compute_values, train_step, do_checkpoint, load_checkpoint
 //   reference    compute_log_probs
-//   sft_train    train_step, val_step (DP_MP_COMPUTE); do_checkpoint, load_checkpoint {output_dir,
-//                step} -> <output_dir>/sft_train/checkpoint-<step> (one directory for all ranks)
+//   sft_train    train_step, val_step (DP_MP_COMPUTE); do_checkpoint, load_checkpoint
 #include <fmt/format.h>
 
 #include <map>
@@ -53,8 +52,22 @@ const Batch& need_batch(const Payload& p, const char* method) {
   return *p.batch;
 }
 
+// <output_dir>/<cluster>: ROLL's worker_name is the role's name, shared by its ranks, which
+// write one checkpoint together (rank 0 the HF weights, every rank its train state).
 std::string checkpoint_root(const runtime::WorkerContext& ctx, const Payload& p) {
-  return p.args.at("output_dir").get<std::string>() + "/" + ctx.worker_name;
+  return p.args.at("output_dir").get<std::string>() + "/" + ctx.cluster;
+}
+
+// do_checkpoint / load_checkpoint {output_dir, step} of a trainer, under checkpoint_root.
+template <typename Trainer>
+void bind_checkpoints(runtime::RpcServer& s, const runtime::WorkerContext& ctx, Trainer& trainer) {
+  s.on_call("do_checkpoint", [&ctx, &trainer](Payload p) {
+    return Payload(nlohmann::json{{"dir", trainer.save_checkpoint(checkpoint_root(ctx, p), p.args.at("step").get<int64_t>())}});
+  });
+  s.on_call("load_checkpoint", [&ctx, &trainer](Payload p) {
+    trainer.load_checkpoint(fmt::format("{}/checkpoint-{}", checkpoint_root(ctx, p), p.args.at("step").get<int64_t>()));
+    return Payload();
+  });
 }
 
 class ActorTrainRole : public runtime::Role {
@@ -95,13 +108,7 @@ class ActorTrainRole : public runtime::Role {
       out["seconds"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       return Payload(out);
     });
-    s.on_call("do_checkpoint", [this](Payload p) {
-      return Payload(nlohmann::json{{"dir", actor_.save_checkpoint(checkpoint_root(ctx_, p), p.args.at("step").get<int64_t>())}});
-    });
-    s.on_call("load_checkpoint", [this](Payload p) {
-      actor_.load_checkpoint(fmt::format("{}/checkpoint-{}", checkpoint_root(ctx_, p), p.args.at("step").get<int64_t>()));
-      return Payload();
-    });
+    bind_checkpoints(s, ctx_, actor_);
   }
 
  private:
@@ -121,13 +128,7 @@ class CriticRole : public runtime::Role {
     s.on_call("compute_values",
               [this](Payload p) { return batch_result(critic_.compute_values(need_batch(p, "compute_values"))); });
     s.on_call("train_step", [this](Payload p) { return batch_result(critic_.train_step(need_batch(p, "train_step"))); });
-    s.on_call("do_checkpoint", [this](Payload p) {
-      return Payload(nlohmann::json{{"dir", critic_.save_checkpoint(checkpoint_root(ctx_, p), p.args.at("step").get<int64_t>())}});
-    });
-    s.on_call("load_checkpoint", [this](Payload p) {
-      critic_.load_checkpoint(fmt::format("{}/checkpoint-{}", checkpoint_root(ctx_, p), p.args.at("step").get<int64_t>()));
-      return Payload();
-    });
+    bind_checkpoints(s, ctx_, critic_);
   }
 
  private:
@@ -161,20 +162,10 @@ class SftTrainRole : public runtime::Role {
   void bind(runtime::RpcServer& s) override {
     s.on_call("train_step", [this](Payload p) { return batch_result(sft_.train_step(need_batch(p, "train_step"))); });
     s.on_call("val_step", [this](Payload p) { return batch_result(sft_.val_step(need_batch(p, "val_step"))); });
-    s.on_call("do_checkpoint", [this](Payload p) {
-      return Payload(nlohmann::json{{"dir", sft_.save_checkpoint(root(p), p.args.at("step").get<int64_t>())}});
-    });
-    s.on_call("load_checkpoint", [this](Payload p) {
-      sft_.load_checkpoint(fmt::format("{}/checkpoint-{}", root(p), p.args.at("step").get<int64_t>()));
-      return Payload();
-    });
+    bind_checkpoints(s, ctx_, sft_);
   }
 
  private:
-  // Named after the cluster, not the worker: train::save_checkpoint writes rank 0's model and every
-  // rank's optimizer state into one checkpoint-<step>, so all ranks must agree on the directory.
-  std::string root(const Payload& p) const { return p.args.at("output_dir").get<std::string>() + "/" + ctx_.cluster; }
-
   runtime::WorkerContext& ctx_;
   SftTrainer sft_;
 };

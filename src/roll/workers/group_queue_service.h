@@ -1,0 +1,25 @@
+#pragma once
+// The GroupQueueManager as a service (spec 1.7; DESIGN section 3): the driver hosts the queue and
+// env workers ask it for episodes and hand their rollouts back.
+//   get_episode {group_id, env_id} -> {episode_id, start_step}, or {episode_id: null} when the
+//               queue is finished or shut down. Inline: the answer waits (without blocking the
+//               socket thread) until the group has an episode for the env.
+//   put {group_id, episode_id, env_id, start_step} + the rollout's Batch   serial
+//   env_exit {group_id, env_id}                                            serial
+#include "roll/agentic/group_queue.h"
+#include "roll/runtime/rpc_message.h"
+
+namespace roll::runtime {
+class RpcServer;
+}
+
+namespace roll::workers {
+
+void bind_group_queue(runtime::RpcServer& server, agentic::GroupQueueManager& queue);
+
+// A rollout on the wire: its ids as JSON, its data as the Batch (absent when it has none).
+runtime::Payload rollout_to_payload(const agentic::Rollout& rollout);
+// Throws roll::Error naming the missing or mistyped field.
+agentic::Rollout rollout_from_payload(runtime::Payload payload);
+
+}  // namespace roll::workers
