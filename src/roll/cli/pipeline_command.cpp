@@ -1,5 +1,5 @@
-// `roll rlvr` (and the other pipelines as they land): the counterpart of ROLL's
-// `python examples/start_rlvr_pipeline.py --config_path P --config_name N`, with key=value
+// `roll rlvr`, `roll sft` (and the other pipelines as they land): the counterparts of ROLL's
+// `python examples/start_{rlvr,sft}_pipeline.py --config_path P --config_name N`, with key=value
 // overrides. Loads and validates the config, then runs the pipeline's driver, which starts the
 // worker processes of the placement plan (DESIGN section 3).
 #include <CLI/CLI.hpp>
@@ -14,6 +14,7 @@
 #include "roll/core/log.h"
 #include "roll/pipeline/agentic_pipeline.h"
 #include "roll/pipeline/rlvr_pipeline.h"
+#include "roll/pipeline/sft_pipeline.h"
 #include "roll/runtime/runtime.h"
 
 namespace roll::cli {
@@ -43,6 +44,7 @@ int run_pipeline(config::PipelineKind kind, const PipelineCliOptions& o) {
   switch (kind) {
     case config::PipelineKind::rlvr: return pipeline::RlvrPipeline(std::move(loaded), req, po).run();
     case config::PipelineKind::agentic: return pipeline::AgenticPipeline(std::move(loaded), req, po).run();
+    case config::PipelineKind::sft: return pipeline::SftPipeline(std::move(loaded), req, po).run();
     default: throw NotSupportedError(fmt::format("`roll {}`", config::pipeline_kind_name(kind)));
   }
 }
@@ -80,6 +82,8 @@ void register_pipelines(CLI::App& app) {
                        "Run ROLL's RLVR pipeline (math/code rewards) as configured");
   add_pipeline_command(app, "agentic", config::PipelineKind::agentic,
                        "Run ROLL's agentic pipeline (multi-turn FrozenLake/Sokoban episodes) as configured");
+  add_pipeline_command(app, "sft", config::PipelineKind::sft,
+                       "Run ROLL's SFT pipeline (cross-entropy on the assistant tokens) as configured");
 }
 
 }  // namespace roll::cli

@@ -627,13 +627,11 @@ void derive_sft(Ctx& x) {
   if (!c.sft_train.model_args.model_name_or_path) x.error("pretrain", "set pretrain or sft_train.model_args.model_name_or_path");
   if (!c.sft_train.data_args || c.sft_train.data_args->file_name.empty())
     x.error("sft_train.data_args.file_name", "the SFT pipeline needs training data files");
-  if (c.sft_train.data_args && !c.sft_train.data_args->messages && !c.prompt_key)
-    x.error("prompt_key", "set prompt_key/response_key (ROLL's SFT columns) or sft_train.data_args.messages");
-  if (c.prompt_key && !c.response_key) x.error("response_key", "prompt_key needs response_key");
-  const auto& ta = c.sft_train.training_args;
-  if (c.sft_train.training_args.max_steps < 0 && ta.per_device_train_batch_size > 0) {
-    // Epoch-driven: the pipeline derives the step count from the data size.
-  }
+  // SFTConfig's defaults: the columns instruction/output, and max_steps -1 (the step count then
+  // comes from num_train_epochs and the data size, which the pipeline knows).
+  if (!c.prompt_key) c.prompt_key = "instruction";
+  if (!c.response_key) c.response_key = "output";
+  if (!x.has("max_steps")) c.max_steps = -1;
 }
 
 }  // namespace

@@ -14,6 +14,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
+constexpr size_t kNamedProblems = 5;   // malformed rows named per file
+constexpr size_t kProblemChars = 200;  // of each message
+
 std::string extension_of(const std::string& path) {
   std::string ext = fs::path(path).extension().string();
   std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return std::tolower(c); });
@@ -116,6 +119,20 @@ std::vector<JsonRecord> read_json_records(const std::string& path) {
   const size_t first = text.find_first_not_of(" \t\r\n");
   if (ext == ".json" && first != std::string::npos && text[first] == '[') return json_array(path, text, first);
   return json_lines(text);
+}
+
+void note_malformed_row(int64_t line, const std::string& why, int64_t& count, std::vector<std::string>& named) {
+  ++count;
+  if (named.size() >= kNamedProblems) return;
+  named.push_back(fmt::format("line {}: {}", line, why.size() > kProblemChars ? why.substr(0, kProblemChars) + "..." : why));
+}
+
+std::string malformed_summary(int64_t count, const std::vector<std::string>& named) {
+  std::string out;
+  for (const auto& p : named) out += (out.empty() ? "" : "; ") + p;
+  if (count > static_cast<int64_t>(named.size()))
+    out += fmt::format("; ({} more)", count - static_cast<int64_t>(named.size()));
+  return out;
 }
 
 std::vector<std::string> expand_data_files(const std::vector<std::string>& names, const std::string& key) {

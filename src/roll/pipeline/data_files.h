@@ -22,6 +22,12 @@ struct JsonRecord {
 // NotSupportedError for ROLL's other data types (arrow, csv, parquet, txt).
 std::vector<JsonRecord> read_json_records(const std::string& path);
 
+// Malformed rows of one file as the loaders report them: every one counted in `count`, the first
+// few named in `named` as "line N: why" (why shortened).
+void note_malformed_row(int64_t line, const std::string& why, int64_t& count, std::vector<std::string>& named);
+// "line 3: why; line 9: why; (4 more)", or "" when there are none.
+std::string malformed_summary(int64_t count, const std::vector<std::string>& named);
+
 // file_name entries as ROLL takes them: a file stays, a directory becomes its .json/.jsonl files in
 // name order. Throws roll::Error naming `key` and the entry when it does not exist or a directory
 // holds no data file.

@@ -199,8 +199,12 @@ Metrics PipelineBase::checkpoint(int64_t step) {
   const auto t0 = std::chrono::steady_clock::now();
   const nlohmann::json args = {{"output_dir", c.output_dir}, {"step", step}};
   std::vector<runtime::ClusterFuture> saves;
-  for (const char* name : {"actor_train", "critic"})
-    if (auto* cl = find_cluster(name)) saves.push_back(cl->call("do_checkpoint", runtime::Dispatch::one_to_all, runtime::Payload(args)));
+  std::vector<std::string> saved;
+  for (const std::string& name : checkpoint_clusters())
+    if (auto* cl = find_cluster(name)) {
+      saves.push_back(cl->call("do_checkpoint", runtime::Dispatch::one_to_all, runtime::Payload(args)));
+      saved.push_back(name);
+    }
   for (auto& f : saves) f.get_all();
   PipelineState st;
   st.step = step;
@@ -209,7 +213,7 @@ Metrics PipelineBase::checkpoint(int64_t step) {
   // Written last: its presence marks the checkpoint complete.
   save_pipeline_state(pipeline_checkpoint_dir(c.output_dir, step), st);
   prune_checkpoints(c.output_dir, c.max_ckpt_to_keep);
-  m["time/actor_train/do_checkpoint/total"] = seconds_since(t0);
+  for (const std::string& name : saved) m["time/" + name + "/do_checkpoint/total"] = seconds_since(t0);
   log::info("checkpoint-{} saved under {}", step, c.output_dir);
   return m;
 }
@@ -219,7 +223,7 @@ void PipelineBase::resume(const std::string& dir) {
   const std::string name = std::filesystem::path(dir).filename().string();
   const std::string root = config().output_dir;
   std::vector<runtime::ClusterFuture> loads;
-  for (const char* cl_name : {"actor_train", "critic"})
+  for (const std::string& cl_name : checkpoint_clusters())
     if (auto* cl = find_cluster(cl_name))
       loads.push_back(cl->call("load_checkpoint", runtime::Dispatch::one_to_all,
                                runtime::Payload(nlohmann::json{{"output_dir", root}, {"step", st.step}})));

@@ -55,6 +55,9 @@ class PipelineBase {
   // Called once the clusters run, before the loop; and after the loop, before they stop.
   virtual void on_started() {}
   virtual void on_finished() {}
+  // The clusters whose do_checkpoint / load_checkpoint the checkpoints and resume call (those
+  // that are running); RL pipelines: actor_train and critic.
+  virtual std::vector<std::string> checkpoint_clusters() const { return {"actor_train", "critic"}; }
 
   runtime::Cluster& cluster(const std::string& name);
   runtime::Cluster* find_cluster(const std::string& name);

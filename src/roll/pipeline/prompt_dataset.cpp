@@ -10,17 +10,15 @@
 namespace roll::pipeline {
 namespace {
 
-constexpr size_t kNamedProblems = 5;   // malformed rows named per file
-constexpr size_t kProblemChars = 200;  // of each message
-constexpr int64_t kMinTokens = 5;      // ROLL keeps 5 < len(input_ids)
+constexpr int64_t kMinTokens = 5;  // ROLL keeps 5 < len(input_ids)
 
-std::string shorten(std::string s) {
-  if (s.size() > kProblemChars) s = s.substr(0, kProblemChars) + "...";
-  return s;
+const nlohmann::json* non_null(const nlohmann::json& row, const std::string& key) {
+  auto it = row.find(key);
+  return it == row.end() || it->is_null() ? nullptr : &*it;
 }
 
-// A messages value as ROLL accepts it: a list (or its JSON string) of objects with string role and
-// content.
+}  // namespace
+
 nlohmann::json checked_messages(const nlohmann::json& value, const std::string& key) {
   nlohmann::json messages = value;
   if (value.is_string()) {
@@ -40,13 +38,6 @@ nlohmann::json checked_messages(const nlohmann::json& value, const std::string& 
   }
   return messages;
 }
-
-const nlohmann::json* non_null(const nlohmann::json& row, const std::string& key) {
-  auto it = row.find(key);
-  return it == row.end() || it->is_null() ? nullptr : &*it;
-}
-
-}  // namespace
 
 int64_t PromptLoadStats::kept() const {
   int64_t n = 0;
@@ -116,8 +107,7 @@ void encode_records(const std::string& file, const std::vector<JsonRecord>& reco
   stats.file = file;
   stats.rows = static_cast<int64_t>(records.size());
   auto malformed = [&](int64_t line, const std::string& why) {
-    ++stats.malformed;
-    if (stats.problems.size() < kNamedProblems) stats.problems.push_back(fmt::format("line {}: {}", line, shorten(why)));
+    note_malformed_row(line, why, stats.malformed, stats.problems);
   };
 
   // Templates first (cheap, and where rows turn out malformed), then one batched tokenizer call.
@@ -157,10 +147,7 @@ void encode_records(const std::string& file, const std::vector<JsonRecord>& reco
     }
   }
 
-  std::string named;
-  for (const auto& p : stats.problems) named += (named.empty() ? "" : "; ") + p;
-  if (stats.malformed > static_cast<int64_t>(stats.problems.size()))
-    named += fmt::format("; ({} more)", stats.malformed - static_cast<int64_t>(stats.problems.size()));
+  const std::string named = malformed_summary(stats.malformed, stats.problems);
   if (stats.kept == 0)
     throw Error(fmt::format("{}: no usable rows ({} read: {} malformed, {} with <= {} tokens, {} longer than "
                             "prompt_length {}){}{}",

@@ -94,6 +94,10 @@ struct PromptDataset {
   PromptLoadStats stats;
 };
 
+// A messages value as ROLL accepts it: a non-empty list (or its JSON string) of objects with string
+// "role" and "content"; else a roll::Error naming `key` (the column) and what is wrong.
+nlohmann::json checked_messages(const nlohmann::json& value, const std::string& key);
+
 // Reads, encodes and filters every file (paths as expand_data_files gives them), in order. Logs a
 // warning per file with malformed rows naming the first few lines.
 PromptDataset load_prompt_dataset(const std::vector<std::string>& files, const PromptEncoder& encoder);

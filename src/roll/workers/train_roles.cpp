@@ -1,10 +1,12 @@
 // The training-side roles hosted by worker processes (spec 1.2): actor_train (ActorTrainer),
-// critic (CriticTrainer) and reference (ReferenceRole), bound to RPC methods the pipelines call:
+// critic (CriticTrainer), reference (ReferenceRole) and sft_train (SftTrainer), bound to RPC methods
+// the pipelines call:
 //   actor_train  train_step, compute_log_probs (DP_MP_COMPUTE); setup_model_update,
 //                broadcast_weights (ONE_TO_ALL: every rank gathers, rank 0 sends); do_checkpoint,
 //                load_checkpoint {output_dir, step} -> <output_dir>/<cluster>/checkpoint-<step>
 //   critic       compute_values, train_step, do_checkpoint, load_checkpoint
 //   reference    compute_log_probs
+//   sft_train    train_step, val_step (DP_MP_COMPUTE); do_checkpoint, load_checkpoint
 #include <fmt/format.h>
 
 #include <map>
@@ -21,6 +23,7 @@
 #include "roll/workers/reference_role.h"
 #include "roll/workers/register_roles.h"
 #include "roll/workers/role_config.h"
+#include "roll/workers/sft_role.h"
 #include "roll/workers/weight_sync.h"
 
 namespace roll::workers {
@@ -53,6 +56,18 @@ const Batch& need_batch(const Payload& p, const char* method) {
 // write one checkpoint together (rank 0 the HF weights, every rank its train state).
 std::string checkpoint_root(const runtime::WorkerContext& ctx, const Payload& p) {
   return p.args.at("output_dir").get<std::string>() + "/" + ctx.cluster;
+}
+
+// do_checkpoint / load_checkpoint {output_dir, step} of a trainer, under checkpoint_root.
+template <typename Trainer>
+void bind_checkpoints(runtime::RpcServer& s, const runtime::WorkerContext& ctx, Trainer& trainer) {
+  s.on_call("do_checkpoint", [&ctx, &trainer](Payload p) {
+    return Payload(nlohmann::json{{"dir", trainer.save_checkpoint(checkpoint_root(ctx, p), p.args.at("step").get<int64_t>())}});
+  });
+  s.on_call("load_checkpoint", [&ctx, &trainer](Payload p) {
+    trainer.load_checkpoint(fmt::format("{}/checkpoint-{}", checkpoint_root(ctx, p), p.args.at("step").get<int64_t>()));
+    return Payload();
+  });
 }
 
 class ActorTrainRole : public runtime::Role {
@@ -93,13 +108,7 @@ class ActorTrainRole : public runtime::Role {
       out["seconds"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       return Payload(out);
     });
-    s.on_call("do_checkpoint", [this](Payload p) {
-      return Payload(nlohmann::json{{"dir", actor_.save_checkpoint(checkpoint_root(ctx_, p), p.args.at("step").get<int64_t>())}});
-    });
-    s.on_call("load_checkpoint", [this](Payload p) {
-      actor_.load_checkpoint(fmt::format("{}/checkpoint-{}", checkpoint_root(ctx_, p), p.args.at("step").get<int64_t>()));
-      return Payload();
-    });
+    bind_checkpoints(s, ctx_, actor_);
   }
 
  private:
@@ -119,13 +128,7 @@ class CriticRole : public runtime::Role {
     s.on_call("compute_values",
               [this](Payload p) { return batch_result(critic_.compute_values(need_batch(p, "compute_values"))); });
     s.on_call("train_step", [this](Payload p) { return batch_result(critic_.train_step(need_batch(p, "train_step"))); });
-    s.on_call("do_checkpoint", [this](Payload p) {
-      return Payload(nlohmann::json{{"dir", critic_.save_checkpoint(checkpoint_root(ctx_, p), p.args.at("step").get<int64_t>())}});
-    });
-    s.on_call("load_checkpoint", [this](Payload p) {
-      critic_.load_checkpoint(fmt::format("{}/checkpoint-{}", checkpoint_root(ctx_, p), p.args.at("step").get<int64_t>()));
-      return Payload();
-    });
+    bind_checkpoints(s, ctx_, critic_);
   }
 
  private:
@@ -147,12 +150,33 @@ class ReferenceWorkerRole : public runtime::Role {
   ReferenceRole reference_;
 };
 
+class SftTrainRole : public runtime::Role {
+ public:
+  explicit SftTrainRole(runtime::WorkerContext& ctx)
+      : ctx_(ctx),
+        sft_(pipeline_of(ctx), worker_config_of(pipeline_of(ctx), ctx.cluster), model_dir_of(ctx), ctx.rank,
+             ctx.world_size, dp_group(ctx)) {
+    log::info("{}: {}", ctx.worker_name, sft_.strategy().describe());
+  }
+
+  void bind(runtime::RpcServer& s) override {
+    s.on_call("train_step", [this](Payload p) { return batch_result(sft_.train_step(need_batch(p, "train_step"))); });
+    s.on_call("val_step", [this](Payload p) { return batch_result(sft_.val_step(need_batch(p, "val_step"))); });
+    bind_checkpoints(s, ctx_, sft_);
+  }
+
+ private:
+  runtime::WorkerContext& ctx_;
+  SftTrainer sft_;
+};
+
 }  // namespace
 
 void register_train_roles() {
   runtime::register_role("actor_train", [](runtime::WorkerContext& c) { return std::make_unique<ActorTrainRole>(c); });
   runtime::register_role("critic", [](runtime::WorkerContext& c) { return std::make_unique<CriticRole>(c); });
   runtime::register_role("reference", [](runtime::WorkerContext& c) { return std::make_unique<ReferenceWorkerRole>(c); });
+  runtime::register_role("sft_train", [](runtime::WorkerContext& c) { return std::make_unique<SftTrainRole>(c); });
 }
 
 }  // namespace roll::workers

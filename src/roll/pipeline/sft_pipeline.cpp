@@ -1,0 +1,157 @@
+#include "roll/pipeline/sft_pipeline.h"
+
+#include <fmt/format.h>
+
+#include <optional>
+
+#include "roll/config/model_path.h"
+#include "roll/core/error.h"
+#include "roll/core/log.h"
+#include "roll/pipeline/dataset_iterator.h"
+#include "roll/pipeline/rlvr_metrics.h"
+
+namespace roll::pipeline {
+
+struct SftPipeline::Impl {
+  std::string role;  // the cluster's metric prefix (sft_train)
+  std::optional<SftEncoder> encoder;
+  SftDataset train, validation;
+  SftStepPlan plan;
+  int64_t dp = 1;
+  int64_t val_batch = 0;  // rows per validation batch
+  int64_t seed = 42;
+  int64_t order_epoch = -1;  // the epoch `order` holds
+  std::vector<int64_t> order;
+
+  const std::vector<int64_t>& epoch_order(int64_t epoch) {
+    if (epoch != order_epoch) {
+      order = DatasetIterator::epoch_order(static_cast<int64_t>(train.rows.size()), seed, epoch);
+      order_epoch = epoch;
+    }
+    return order;
+  }
+};
+
+SftPipeline::SftPipeline(config::LoadedConfig loaded, config::LoadRequest request, PipelineOptions options)
+    : PipelineBase(std::move(loaded), std::move(request), std::move(options)), impl_(std::make_unique<Impl>()) {
+  Impl& im = *impl_;
+  config::PipelineConfig& c = loaded_.config;
+  im.role = c.sft_train.name.value_or("sft_train");
+  im.seed = c.seed;
+  const std::string model_dir = config::resolve_model_path(c.sft_train.model_args.model_name_or_path.value_or(""),
+                                                           "sft_train.model_args.model_name_or_path");
+  if (!c.sft_train.data_args)
+    throw ConfigError("sft_train.data_args.file_name",
+                      "sft_train.data_args.file_name: the SFT pipeline needs training data");
+  im.encoder.emplace(model_dir, sft_encoding_options(c));
+  im.train = load_sft_dataset(expand_data_files(c.sft_train.data_args->file_name, "sft_train.data_args.file_name"),
+                              *im.encoder);
+
+  const config::ClusterPlacement* placement = plan_.find("sft_train");
+  if (!placement || placement->workers.empty()) throw Error("the placement plan has no sft_train workers");
+  im.dp = static_cast<int64_t>(placement->workers.size());
+  const config::TrainingArguments& ta = c.sft_train.training_args;
+  im.plan = plan_sft_steps(c.max_steps, static_cast<int64_t>(im.train.rows.size()), im.dp,
+                           ta.per_device_train_batch_size, ta.gradient_accumulation_steps, ta.num_train_epochs);
+  // The workers load the config from the request: the derived step counts travel as overrides.
+  c.max_steps = im.plan.pipeline_steps;
+  c.sft_train.training_args.max_steps = im.plan.worker_max_steps;
+  request_.compose.overrides.push_back(fmt::format("max_steps={}", im.plan.pipeline_steps));
+  request_.compose.overrides.push_back(fmt::format("sft_train.training_args.max_steps={}", im.plan.worker_max_steps));
+  log::info(
+      "sft: {} examples, global batch {} (data parallel {} x {} x gradient accumulation {}): {} steps per epoch, "
+      "{} epoch(s), {} steps",
+      im.train.rows.size(), im.plan.global_batch, im.dp, ta.per_device_train_batch_size, ta.gradient_accumulation_steps,
+      im.plan.steps_per_epoch, im.plan.epochs, im.plan.pipeline_steps);
+
+  if (c.validation && c.validation->data_args && !c.validation->data_args->file_name.empty()) {
+    // ROLL encodes the validation rows with the training encode function (template, columns).
+    im.validation = load_sft_dataset(
+        expand_data_files(c.validation->data_args->file_name, "validation.data_args.file_name"), *im.encoder);
+    const auto rows = static_cast<int64_t>(im.validation.rows.size());
+    im.val_batch = im.dp * ta.gradient_accumulation_steps * std::max<int64_t>(1, c.sft_train.infer_batch_size);
+    if (rows < im.val_batch) {
+      // ROLL's drop_last loader would yield no batch at all; one batch of whole DP shares instead.
+      if (rows < im.dp)
+        throw ConfigError("validation.data_args.file_name",
+                          fmt::format("validation.data_args.file_name: {} validation rows cannot be split over {} "
+                                      "data-parallel ranks",
+                                      rows, im.dp));
+      log::warn(
+          "sft: {} validation rows are fewer than one validation batch of {} (dp x gradient_accumulation_steps "
+          "x infer_batch_size): validating on {} of them",
+          rows, im.val_batch, rows / im.dp * im.dp);
+      im.val_batch = rows / im.dp * im.dp;
+    }
+  }
+}
+
+SftPipeline::~SftPipeline() = default;
+
+const SftStepPlan& SftPipeline::step_plan() const { return impl_->plan; }
+
+bool SftPipeline::has_validation() const { return !impl_->validation.rows.empty(); }
+
+namespace {
+
+// One DP_MP_COMPUTE call of sft_train on the collated rows; the ranks' metrics reduced.
+Metrics sft_call(runtime::Cluster& sft, const char* method, const std::vector<const SftSample*>& rows,
+                 const SftEncoder& encoder, int64_t step) {
+  Batch batch = collate_sft(rows, encoder.options().sequence_length, encoder.pad_id());
+  batch.meta["global_step"] = step;
+  runtime::Payload r = sft.call(method, runtime::Dispatch::dp_mp_compute, runtime::Payload(std::move(batch))).get();
+  return reduce_json_metrics(r.batch->meta.value("metrics", nlohmann::json::object()));
+}
+
+}  // namespace
+
+Metrics SftPipeline::run_step(int64_t step) {
+  Impl& im = *impl_;
+  const auto t0 = std::chrono::steady_clock::now();
+  const int64_t epoch = step / im.plan.steps_per_epoch, index = step % im.plan.steps_per_epoch;
+  const std::vector<int64_t>& order = im.epoch_order(epoch);
+  std::vector<const SftSample*> rows;
+  for (int64_t k = index * im.plan.global_batch; k < (index + 1) * im.plan.global_batch; ++k)
+    rows.push_back(&im.train.rows[static_cast<size_t>(order[static_cast<size_t>(k)])]);
+  Metrics m = sft_call(cluster("sft_train"), "train_step", rows, *im.encoder, step);
+  m["time/step_train"] = seconds_since(t0);
+  m["system/epoch"] = static_cast<double>(epoch);
+  return m;
+}
+
+Metrics SftPipeline::validate(int64_t step) {
+  Impl& im = *impl_;
+  const auto rows = static_cast<int64_t>(im.validation.rows.size());
+  double sum = 0;
+  int64_t batches = 0;
+  for (int64_t begin = 0; begin + im.val_batch <= rows; begin += im.val_batch, ++batches) {
+    std::vector<const SftSample*> part;
+    for (int64_t k = begin; k < begin + im.val_batch; ++k) part.push_back(&im.validation.rows[static_cast<size_t>(k)]);
+    const Metrics got = sft_call(cluster("sft_train"), "val_step", part, *im.encoder, step);
+    auto it = got.find(im.role + "/loss@sum");
+    if (it == got.end())
+      throw Error(fmt::format("sft_train.val_step at step {} returned no {}/loss@sum", step, im.role));
+    sum += it->second;
+  }
+  return {{im.role + "/val_loss", sum / static_cast<double>(std::max<int64_t>(1, batches))}};
+}
+
+nlohmann::json SftPipeline::state_kv() const {
+  const Impl& im = *impl_;
+  return {{"sft_data",
+           {{"rows", im.train.rows.size()},
+            {"global_batch", im.plan.global_batch},
+            {"steps_per_epoch", im.plan.steps_per_epoch}}}};
+}
+
+void SftPipeline::restore_kv(const nlohmann::json& kv) {
+  const nlohmann::json saved = kv.value("sft_data", nlohmann::json::object());
+  const nlohmann::json now = state_kv()["sft_data"];
+  if (saved != now)
+    log::warn(
+        "sft: the checkpoint was written for data {} and this run has {}: the resumed steps draw other rows "
+        "than an uninterrupted run would",
+        saved.dump(), now.dump());
+}
+
+}  // namespace roll::pipeline
