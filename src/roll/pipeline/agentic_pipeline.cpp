@@ -8,6 +8,7 @@
 #include "roll/agentic/group_queue.h"
 #include "roll/core/error.h"
 #include "roll/core/log.h"
+#include "roll/pipeline/batch_adjust.h"
 #include "roll/pipeline/rlvr_metrics.h"
 #include "roll/pipeline/rollout_batch.h"
 #include "roll/rl/advantage.h"
@@ -198,6 +199,12 @@ Metrics AgenticPipeline::run_step(int64_t step) {
   Batch batch = rollouts_batch(*rollouts, env);
   for (auto& [k, v] : env.reduce()) m[k] = v;
   m["time/step_rollout"] = seconds_since(t0);
+  // Whole micro-batches on every rank (spec 6.5).
+  AdjustedBatch adjusted = adjust_batch(batch, batch_divisor(c, plan_), c.batch_adjust_mode,
+                                        static_cast<uint64_t>(c.seed) * 7919u + static_cast<uint64_t>(step));
+  batch = std::move(adjusted.batch);
+  m["system/batch_add_count"] = static_cast<double>(adjusted.added);
+  m["system/batch_remove_count"] = static_cast<double>(adjusted.removed);
 
   // 2. Log-probs and values.
   t0 = std::chrono::steady_clock::now();
