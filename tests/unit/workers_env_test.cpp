@@ -438,11 +438,26 @@ TEST(WorkersEnv, AFailingEnvThreadEndsItsWorkerWithTheError) {
   runtime::RpcServer server("tcp://127.0.0.1:*");
   bind_group_queue(server, small);
   std::thread serving([&] { server.serve(); });
-  f.envs->call_rank(0, "start_rollout",
-                    Payload(json{{"router_endpoint", f.router_server->endpoint()},
-                                 {"queue_endpoint", server.endpoint()},
-                                 {"seed", 1}}))
-      .get();
+  // Stops the service on every way out of the test (an ASSERT returns early).
+  struct StopServing {
+    agentic::GroupQueueManager& queue;
+    runtime::RpcServer& server;
+    std::thread& thread;
+    ~StopServing() {
+      queue.shutdown();
+      server.stop();
+      if (thread.joinable()) thread.join();
+    }
+  } stop_serving{small, server, serving};
+  try {
+    f.envs->call_rank(0, "start_rollout",
+                      Payload(json{{"router_endpoint", f.router_server->endpoint()},
+                                   {"queue_endpoint", server.endpoint()},
+                                   {"seed", 1}}))
+        .get();
+  } catch (const Error&) {
+    // The failing env thread may end the worker before start_rollout's answer leaves it.
+  }
   const auto deadline = std::chrono::steady_clock::now() + 30s;
   while (!f.envs->failure() && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(10ms);  // polling a condition, bounded
@@ -451,9 +466,6 @@ TEST(WorkersEnv, AFailingEnvThreadEndsItsWorkerWithTheError) {
   EXPECT_NE(why.find("val_env-0"), std::string::npos) << why;
   EXPECT_NE(why.find("env 1 (FrozenLakeStep) failed"), std::string::npos) << why;
   EXPECT_NE(why.find("group id 1 outside [0, 1)"), std::string::npos) << why;
-  small.shutdown();
-  server.stop();
-  serving.join();
 }
 
 // The GroupQueueManager service and its client in one process.
