@@ -1,5 +1,9 @@
 // PlacementPlan: device ids -> nodes, local ids, visibility variables, environment.
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
 
 #include "config_test_util.h"
 #include "roll/config/placement.h"
@@ -104,4 +108,18 @@ TEST(ConfigPlacement, PlatformRulesTable) {
   EXPECT_TRUE(platform_rules(Platform::cpu).visibility_var.empty());
   EXPECT_EQ(parse_platform("npu-emulated"), Platform::npu_emulated);
   EXPECT_THROW(parse_platform("tpu"), ConfigError);
+}
+
+// Device counts come from the device nodes (nvidia<N> / davinci<N>, not nvidiactl or
+// davinci_manager); cpu and npu-emulated have none to count.
+TEST(ConfigPlacement, DetectedDeviceCountFromDeviceNodes) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / ("roll-dev-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  for (const char* f : {"nvidia0", "nvidia1", "nvidia7", "nvidiactl", "nvidia-uvm", "davinci0", "davinci_manager"})
+    std::ofstream(dir / f) << "";
+  EXPECT_EQ(roll::config::detected_device_count(roll::config::Platform::cuda, dir.string()), 3);
+  EXPECT_EQ(roll::config::detected_device_count(roll::config::Platform::npu, dir.string()), 1);
+  EXPECT_FALSE(roll::config::detected_device_count(roll::config::Platform::cpu, dir.string()).has_value());
+  EXPECT_FALSE(roll::config::detected_device_count(roll::config::Platform::npu_emulated, dir.string()).has_value());
+  std::filesystem::remove_all(dir);
 }

@@ -52,4 +52,20 @@ Platform default_platform() {
   return Platform::cpu;
 }
 
+std::optional<int> detected_device_count(Platform p, const std::string& dev_dir) {
+  std::string prefix;
+  if (p == Platform::cuda) prefix = "nvidia";
+  else if (p == Platform::npu) prefix = "davinci";
+  else return std::nullopt;
+  int n = 0;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(dev_dir, ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.size() > prefix.size() && name.compare(0, prefix.size(), prefix) == 0 &&
+        name.find_first_not_of("0123456789", prefix.size()) == std::string::npos)
+      ++n;
+  }
+  return n;
+}
+
 }  // namespace roll::config

@@ -1,6 +1,7 @@
 #pragma once
 // The platform rules table (DESIGN section 5): what differs between cpu, cuda and Ascend npu,
 // and `npu-emulated`, which applies the npu rules on CPU compute so those paths are tested here.
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -29,5 +30,9 @@ const PlatformRules& platform_rules(Platform p);
 Platform parse_platform(const std::string& name);
 // ROLL_PLATFORM when set, else what this machine has (cuda when an NVIDIA device node exists).
 Platform default_platform();
+
+// Accelerators this node has, counted from their device nodes under `dev_dir` (/dev/nvidia<N>,
+// /dev/davinci<N>); nullopt on cpu and npu-emulated, where a "device" is a slot of cores.
+std::optional<int> detected_device_count(Platform p, const std::string& dev_dir = "/dev");
 
 }  // namespace roll::config

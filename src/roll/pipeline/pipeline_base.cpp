@@ -59,6 +59,11 @@ void PipelineBase::start_clusters() {
   o.forward_output = options_.forward_worker_output;
   runtime_ = std::make_unique<runtime::Runtime>(o);
 
+  // DESIGN quirk 1: the YAML's num_gpus_per_node stands; say so when the node has another count.
+  if (auto n = config::detected_device_count(loaded_.platform); n && *n != plan_.devices_per_node)
+    log::warn("num_gpus_per_node is {} but this node has {} {} device(s); placing by the config "
+              "(--devices-per-node overrides it)",
+              plan_.devices_per_node, *n, config::platform_rules(loaded_.platform).name);
   std::vector<runtime::ClusterSpec> specs;
   for (const auto& cp : plan_.clusters) {
     if (!cp.started) {
