@@ -9,6 +9,7 @@
 #include <iostream>
 
 #include "roll/cli/commands.h"
+#include "roll/cli/config_options.h"
 #include "roll/config/load.h"
 #include "roll/core/error.h"
 #include "roll/core/log.h"
@@ -21,20 +22,12 @@ namespace roll::cli {
 namespace {
 
 struct PipelineCliOptions {
-  std::string config_path = ".";
-  std::string config_name;
-  std::string platform;
-  int devices_per_node = 0;
-  std::vector<std::string> overrides;
+  ConfigOptions config;
   bool quiet_workers = false;
 };
 
 int run_pipeline(config::PipelineKind kind, const PipelineCliOptions& o) {
-  config::LoadRequest req;
-  req.compose = {o.config_path, o.config_name, o.overrides};
-  req.kind = kind;
-  if (!o.platform.empty()) req.platform = config::parse_platform(o.platform);
-  if (o.devices_per_node > 0) req.devices_per_node = o.devices_per_node;
+  const config::LoadRequest req = o.config.load_request(kind);
   auto loaded = config::load_config(req);
   for (const auto& w : loaded.warnings) log::warn("{}", w.message);
   runtime::install_driver_signal_handling();
@@ -52,20 +45,13 @@ int run_pipeline(config::PipelineKind kind, const PipelineCliOptions& o) {
 void add_pipeline_command(CLI::App& app, const char* name, config::PipelineKind kind, const char* help) {
   auto opts = std::make_shared<PipelineCliOptions>();
   auto* cmd = app.add_subcommand(name, help);
-  cmd->add_option("--config_path,--config-path", opts->config_path,
-                  "Directory of the config (relative to the current directory or absolute)");
-  cmd->add_option("--config_name,--config-name", opts->config_name, "Config file name, with or without .yaml")
-      ->required();
-  cmd->add_option("--platform", opts->platform, "cpu, cuda, npu or npu-emulated (default: ROLL_PLATFORM or detected)");
-  cmd->add_option("--devices-per-node", opts->devices_per_node, "Overrides num_gpus_per_node");
+  add_config_options(*cmd, opts->config);
   cmd->add_flag("--quiet-workers", opts->quiet_workers, "Do not copy worker output to this terminal (it stays in the log files)");
-  cmd->add_option("overrides", opts->overrides, "key=value overrides applied after composition");
   cmd->callback([opts, kind] {
     try {
       set_exit_code(run_pipeline(kind, *opts));
     } catch (const config::ConfigErrors& e) {
-      std::cerr << "error: " << e.errors().size() << " problem(s) in the config:\n";
-      for (const auto& d : e.errors()) std::cerr << "  - " << d.message << "\n";
+      print_config_errors(e);
       set_exit_code(1);
     } catch (const std::exception& e) {
       std::cerr << "error: " << e.what() << "\n";

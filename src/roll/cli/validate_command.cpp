@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "roll/cli/commands.h"
+#include "roll/cli/config_options.h"
 #include "roll/config/load.h"
 #include "roll/config/model_path.h"
 #include "roll/config/placement.h"
@@ -18,14 +19,10 @@ namespace {
 int g_exit_code = 0;
 
 struct ValidateOptions {
-  std::string config_path = ".";
-  std::string config_name;
-  std::string platform;
-  int devices_per_node = 0;
+  ConfigOptions config;
   std::string pipeline;
   bool show_env = false;
   bool quiet = false;
-  std::vector<std::string> overrides;
 };
 
 void warn_missing_paths(const config::PipelineConfig& c, std::vector<std::string>& warnings) {
@@ -58,10 +55,7 @@ void warn_missing_paths(const config::PipelineConfig& c, std::vector<std::string
 }
 
 void run(const ValidateOptions& o) {
-  config::LoadRequest req;
-  req.compose = {o.config_path, o.config_name, o.overrides};
-  if (!o.platform.empty()) req.platform = config::parse_platform(o.platform);
-  if (o.devices_per_node > 0) req.devices_per_node = o.devices_per_node;
+  config::LoadRequest req = o.config.load_request();
   if (!o.pipeline.empty()) {
     if (o.pipeline == "rlvr") req.kind = config::PipelineKind::rlvr;
     else if (o.pipeline == "agentic") req.kind = config::PipelineKind::agentic;
@@ -101,23 +95,16 @@ void register_defaults(CLI::App& app) {
 void register_validate(CLI::App& app) {
   auto opts = std::make_shared<ValidateOptions>();
   auto* cmd = app.add_subcommand("validate", "Check a ROLL config and print the resolved config and placement plan");
-  cmd->add_option("--config_path,--config-path", opts->config_path,
-                  "Directory of the config (relative to the current directory or absolute)");
-  cmd->add_option("--config_name,--config-name", opts->config_name, "Config file name, with or without .yaml")
-      ->required();
-  cmd->add_option("--platform", opts->platform, "cpu, cuda, npu or npu-emulated (default: ROLL_PLATFORM or detected)");
-  cmd->add_option("--devices-per-node", opts->devices_per_node, "Overrides num_gpus_per_node");
+  add_config_options(*cmd, opts->config);
   cmd->add_option("--pipeline", opts->pipeline, "rlvr, agentic or sft (default: detected from the keys)");
   cmd->add_flag("--show-env", opts->show_env, "Print every worker's environment variables");
   cmd->add_flag("-q,--quiet", opts->quiet, "Print only the placement plan");
-  cmd->add_option("overrides", opts->overrides, "key=value overrides applied after composition");
   cmd->callback([opts] {
     try {
       run(*opts);
       set_exit_code(0);
     } catch (const config::ConfigErrors& e) {
-      std::cerr << "error: " << e.errors().size() << " problem(s) in the config:\n";
-      for (const auto& d : e.errors()) std::cerr << "  - " << d.message << "\n";
+      print_config_errors(e);
       set_exit_code(1);
     } catch (const Error& e) {
       std::cerr << "error: " << e.what() << "\n";

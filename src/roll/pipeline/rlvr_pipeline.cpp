@@ -73,15 +73,18 @@ std::vector<GeneratedPrompt> generate(workers::RequestRouter& router, const Batc
                                       engine::SamplingParams params, int64_t sequence_length,
                                       const std::string& rid_prefix, uint64_t seed_base,
                                       std::chrono::milliseconds timeout) {
-  const at::Tensor ids = prompts.tensor("input_ids");
-  const at::Tensor mask = prompts.tensor("attention_mask");
+  // Accessors, not per-element item(): a step reads B x prompt_length cells here.
+  const at::Tensor ids_t = prompts.tensor("input_ids").to(at::kLong).contiguous();
+  const at::Tensor mask_t = prompts.tensor("attention_mask").to(at::kLong).contiguous();
+  const auto ids = ids_t.accessor<int64_t, 2>();
+  const auto mask = mask_t.accessor<int64_t, 2>();
   const int64_t B = prompts.size();
   std::vector<GeneratedPrompt> out(static_cast<size_t>(B));
   std::vector<std::future<nlohmann::json>> answers;
   for (int64_t i = 0; i < B; ++i) {
     auto& g = out[static_cast<size_t>(i)];
     for (int64_t t = 0; t < ids.size(1); ++t)
-      if (mask[i][t].item<int64_t>() != 0) g.prompt.push_back(static_cast<int32_t>(ids[i][t].item<int64_t>()));
+      if (mask[i][t] != 0) g.prompt.push_back(static_cast<int32_t>(ids[i][t]));
     engine::SamplingParams p = params;
     p.max_new_tokens = std::max<int64_t>(1, std::min<int64_t>(p.max_new_tokens, sequence_length - static_cast<int64_t>(g.prompt.size())));
     p.seed = seed_base + static_cast<uint64_t>(i);

@@ -106,12 +106,8 @@ class InferRole : public runtime::Role {
     // Weight sync (weight_sync.h). setup_model_update joins the process group the sender
     // creates with it; receive_weights takes one broadcast; load_weights_file the shm path.
     s.on_call("setup_model_update", [this](Payload p) {
-      const std::string name = p.args.at("group").get<std::string>();
-      comm::GroupOptions go;
-      go.name = name;
-      go.timeout = std::chrono::seconds(p.args.value("timeout_s", 600));
-      groups_[name] = comm::ProcessGroup::create(ctx_.store, p.args.at("rank").get<int>(),
-                                                 p.args.at("world_size").get<int>(), go);
+      groups_[p.args.at("group").get<std::string>()] =
+          join_model_update_group(ctx_.store, p.args, p.args.at("rank").get<int>());
       return Payload();
     });
     s.on_call("receive_weights", [this](Payload p) {

@@ -85,10 +85,7 @@ class ActorTrainRole : public runtime::Role {
               [this](Payload p) { return batch_result(actor_.compute_log_probs(need_batch(p, "compute_log_probs"))); });
     s.on_call("setup_model_update", [this](Payload p) {
       if (ctx_.rank != 0) return Payload();  // only train rank 0 sends
-      comm::GroupOptions go;
-      go.name = p.args.at("group").get<std::string>();
-      go.timeout = std::chrono::seconds(p.args.value("timeout_s", 600));
-      update_group_ = comm::ProcessGroup::create(ctx_.store, 0, p.args.at("world_size").get<int>(), go);
+      update_group_ = join_model_update_group(ctx_.store, p.args, 0);
       return Payload();
     });
     s.on_call("broadcast_weights", [this](Payload p) {

@@ -67,6 +67,14 @@ at::Tensor bytes_of(const std::string& s) {
 
 }  // namespace
 
+std::shared_ptr<comm::ProcessGroup> join_model_update_group(const std::shared_ptr<comm::Store>& store,
+                                                            const nlohmann::json& args, int rank) {
+  comm::GroupOptions go;
+  go.name = args.at("group").get<std::string>();
+  go.timeout = std::chrono::seconds(args.value("timeout_s", 600));
+  return comm::ProcessGroup::create(store, rank, args.at("world_size").get<int>(), go);
+}
+
 model::NamedTensors broadcast_weights(comm::ProcessGroup& group, int root, const model::NamedTensors* weights,
                                       int64_t bucket_bytes, SyncStats* stats) {
   const auto t0 = std::chrono::steady_clock::now();

@@ -8,6 +8,7 @@
 //     weights the sender wrote as safetensors under /dev/shm (renamed into place when complete).
 // Both are bit-exact.
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -16,6 +17,7 @@
 
 namespace roll::comm {
 class ProcessGroup;
+class Store;
 }
 
 namespace roll::workers {
@@ -26,6 +28,11 @@ struct SyncStats {
   int64_t buckets = 0;
   double seconds = 0;
 };
+
+// Joins the model-update group the driver's setup_model_update call names:
+// args {group, world_size, timeout_s?}; `rank` 0 is the sender. Collective over the group.
+std::shared_ptr<comm::ProcessGroup> join_model_update_group(const std::shared_ptr<comm::Store>& store,
+                                                            const nlohmann::json& args, int rank);
 
 // Every rank of `group` calls it; `root` passes its weights, the others get them (nullptr in).
 model::NamedTensors broadcast_weights(comm::ProcessGroup& group, int root, const model::NamedTensors* weights,
