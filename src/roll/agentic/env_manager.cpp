@@ -22,6 +22,23 @@ std::string format_agent_template(const std::string& tmpl, const nlohmann::json&
   return out;
 }
 
+nlohmann::ordered_json traj_turn_messages(const EnvSpec& spec, int64_t step, const std::string& observation,
+                                          const nlohmann::json& reset_info) {
+  const nlohmann::json fields = {{"observation", observation},
+                                 {"turn_idx", step + 1},
+                                 {"actions_left", spec.max_steps - step},
+                                 {"max_response_length", spec.max_tokens_per_step},
+                                 {"suffix", reset_info.value("suffix", "")}};
+  nlohmann::ordered_json messages = nlohmann::ordered_json::array();
+  std::string user = format_agent_template(spec.agent_template, fields);
+  if (step == 0) {
+    messages.push_back({{"role", "system"}, {"content", spec.agent_system_template}});
+    user = reset_info.value("env_instruction", "") + "\n" + user;
+  }
+  messages.push_back({{"role", "user"}, {"content", user}});
+  return messages;
+}
+
 EnvManager::EnvManager(EnvManagerOptions options, const model::Tokenizer& tokenizer,
                        const model::ChatTemplate& chat_template, LlmClient& llm, EpisodeSource& episodes)
     : o_(std::move(options)), tok_(tokenizer), tmpl_(chat_template), llm_(llm), episodes_(episodes) {

@@ -51,6 +51,12 @@ struct EnvManagerOptions {
 // Fills ROLL's agent_template placeholders that appear in `tmpl` ({observation}, {turn_idx}, ...).
 std::string format_agent_template(const std::string& tmpl, const nlohmann::json& fields);
 
+// The new messages of TrajEnvManager's turn `step` (0-based) seeing `observation`: on the first
+// turn the system message and the user message (the env instruction, a newline, the filled
+// agent_template); later turns the user message only. The expert SFT data renders the same.
+nlohmann::ordered_json traj_turn_messages(const EnvSpec& spec, int64_t step, const std::string& observation,
+                                          const nlohmann::json& reset_info);
+
 // One played turn.
 struct Turn {
   std::vector<int32_t> prompt_ids, response_ids;
