@@ -55,6 +55,30 @@ demo_frozen_lake() {
     "$(eval_metric output/demo/fl-eval-rl eval/FrozenLake/success)" "${rl##*-}" >>"$demo/results.tsv"
 }
 
+demo_arithmetic() {
+  local cfg=(--config_path "$demo_examples")
+  run_phase ar-init "$rollabs" model init --preset tiny --hidden-size 128 --layers 4 --intermediate-size 512 \
+    --heads 4 --kv-heads 2 --vocab 1024 --seed 1 --out output/demo/models/arithmetic-init
+  local d=output/demo/data
+  run_phase ar-data sh -c "'$rollabs' data arithmetic --digits 1 --seed 1 --n 246 --split train --out $d/arithmetic_train.jsonl &&
+    '$rollabs' data arithmetic --digits 1 --seed 1 --n 54 --split test --out $d/arithmetic_test.jsonl &&
+    '$rollabs' data arithmetic --digits 1 --seed 1 --n 246 --split train --with-answer --out $d/arithmetic_sft_train.jsonl &&
+    '$rollabs' data arithmetic --digits 1 --seed 1 --n 54 --split test --with-answer --out $d/arithmetic_sft_test.jsonl"
+  run_phase ar-sft "$rollabs" sft "${cfg[@]}" --config_name arithmetic_sft --quiet-workers
+  local sft
+  sft="$(last_checkpoint output/demo/arithmetic-sft/sft_train)"
+  run_phase ar-eval-sft "$rollabs" rlvr "${cfg[@]}" --config_name arithmetic_grpo --eval-only --quiet-workers \
+    pretrain="$sft" output_dir=output/demo/ar-eval-sft
+  run_phase ar-grpo "$rollabs" rlvr "${cfg[@]}" --config_name arithmetic_grpo --quiet-workers pretrain="$sft"
+  local rl
+  rl="$(last_checkpoint output/demo/arithmetic-grpo/actor_train)"
+  run_phase ar-eval-rl "$rollabs" rlvr "${cfg[@]}" --config_name arithmetic_grpo --eval-only --quiet-workers \
+    pretrain="$rl" output_dir=output/demo/ar-eval-rl
+  printf 'arithmetic\teval/arithmetic/accuracy\t%s\t%s\t%s\n' \
+    "$(eval_metric output/demo/ar-eval-sft eval/arithmetic/accuracy)" \
+    "$(eval_metric output/demo/ar-eval-rl eval/arithmetic/accuracy)" "${rl##*-}" >>"$demo/results.tsv"
+}
+
 demo_print_results() {
   /usr/bin/python3 - "$demo" <<'PY'
 import sys

@@ -106,6 +106,8 @@ void register_data(CLI::App& app) {
   auto* a = add_generator(*data, "arithmetic", "Integer +, -, * problems with exact answers (domain math_rule)",
                           pipeline::arithmetic_rows, arithmetic);
   a->add_option("--digits", arithmetic->gen.digits, "Operands have 1..digits digits (1..9)")->capture_default_str();
+  a->add_flag("--with-answer", arithmetic->gen.with_answer,
+              "Add the assistant turn \\boxed{answer} to each row (SFT data; the RLVR pipeline ignores it)");
   add_generator(*data, "code",
                 fmt::format("Python function tasks with assert tests ({} templates, domain code_sandbox)",
                             pipeline::code_task_count()),
