@@ -24,7 +24,7 @@ TrajEnvManager::TrajEnvManager(EnvManagerOptions options, const model::Tokenizer
     }
 }
 
-std::optional<Rollout> TrajEnvManager::play_episode(int64_t episode_id, int64_t start_step) {
+std::optional<Rollout> TrajEnvManager::play(int64_t episode_id, int64_t start_step) {
   const auto& s = o_.spec;
   const EnvReset reset = reset_env(episode_id);
   std::string observation = reset.observation;
@@ -74,6 +74,7 @@ std::optional<Rollout> TrajEnvManager::play_episode(int64_t episode_id, int64_t 
   nlohmann::json metrics = turn_metrics(turns);
   metrics["env/response_length"] = nlohmann::json::array({static_cast<double>(response_tokens)});
   b.meta["metrics"] = metrics;
+  attach_render(b, episode_id, turns, observation);
   return make_rollout(std::move(b), episode_id, start_step);
 }
 
