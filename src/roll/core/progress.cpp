@@ -200,4 +200,9 @@ std::unique_ptr<ProgressReporter> make_progress(ProgressOptions options) {
   return make_log_progress(std::move(options));
 }
 
+std::unique_ptr<ProgressReporter> make_step_progress(ProgressOptions options) {
+  if (options.every_steps <= 0) options.every_steps = 1;
+  return make_log_progress(std::move(options));
+}
+
 }  // namespace roll

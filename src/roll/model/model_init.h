@@ -6,6 +6,10 @@
 
 #include "roll/model/hf_config.h"
 
+namespace roll {
+class ProgressReporter;
+}
+
 namespace roll::model {
 
 struct ModelInitOptions {
@@ -17,6 +21,7 @@ struct ModelInitOptions {
   std::string dtype = "fp32";  // fp32 | bf16 (stored dtype)
   bool tie_word_embeddings = true;
   std::string tokenizer_dir;  // default: the assets installed by scripts/setup
+  ProgressReporter* progress = nullptr;  // when set: one step per phase (random weights, write)
 };
 
 // The architecture sizes of a preset (vocab = the full Qwen vocabulary, 151936).
