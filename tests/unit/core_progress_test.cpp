@@ -116,6 +116,12 @@ TEST(CoreProgress, StepReporterLogsEveryStepWithRateAndEta) {
   EXPECT_EQ(lines[0], "pipeline: started, 4 step");
   EXPECT_EQ(lines[1], "pipeline: 25% 1/4 [00:03<00:09, 3.00s/step, critic/score/mean 0.25]");
   EXPECT_EQ(lines[2], "pipeline: 50% 2/4 [00:04<00:04, 2.00s/step, critic/score/mean 0.25]");
+  clock.now += 2s;
+  p->advance(2);  // the last step: its line is finish()'s, not printed twice
+  EXPECT_EQ(lines.size(), 3u);
+  p->finish();
+  ASSERT_EQ(lines.size(), 4u);
+  EXPECT_EQ(lines[3], "pipeline: 100% 4/4 [00:06<00:00, 1.50s/step, critic/score/mean 0.25] done");
   for (const auto& l : lines) {
     EXPECT_EQ(l.find('\r'), std::string::npos) << l;
     EXPECT_EQ(l.find('\x1b'), std::string::npos) << l;

@@ -168,6 +168,8 @@ class LogProgress final : public ProgressBase {
 
  private:
   bool due(std::chrono::steady_clock::time_point now) const override {
+    // The last step's line is finish()'s "... done": printing it here too would repeat it.
+    if (snap_.total > 0 && snap_.done >= snap_.total) return false;
     if (options_.every_steps > 0 && snap_.done - last_emit_done_ >= options_.every_steps) return true;
     return seconds(now - last_emit_) >= options_.min_interval_s;
   }
