@@ -42,17 +42,17 @@ EOF
 "$roll" report "$run" >"$out/stdout.txt" 2>"$out/stderr.txt" || fail "roll report: $(cat "$out/stderr.txt")"
 rep="$run/report"
 [ -f "$rep/index.html" ] || fail "no index.html"
-grep -q "report/index.html (8 charts)" "$out/stdout.txt" || fail "stdout: $(cat "$out/stdout.txt")"
+grep -q "report/index.html (9 charts)" "$out/stdout.txt" || fail "stdout: $(cat "$out/stdout.txt")"
 
 # Every chart the metrics call for, each a valid PNG (signature, IHDR first, non-zero size).
-for chart in rewards success response_length kl entropy grad_norm throughput time_per_phase; do
+for chart in rewards success response_length loss kl entropy grad_norm throughput time_per_phase; do
   [ -f "$rep/$chart.png" ] || fail "no $chart.png"
   grep -q "<img src=\"$chart.png\"" "$rep/index.html" || fail "index.html does not show $chart.png"
 done
 "$py" - "$rep" <<'EOF' || fail "invalid PNG"
 import glob, struct, sys
 pngs = sorted(glob.glob(sys.argv[1] + "/*.png"))
-assert len(pngs) == 8, pngs
+assert len(pngs) == 9, pngs
 for p in pngs:
     head = open(p, "rb").read(33)
     assert head[:8] == b"\x89PNG\r\n\x1a\n", f"{p}: no PNG signature"
@@ -150,6 +150,10 @@ rc=$?
 set -e
 [ "$rc" = 1 ] || fail "no gnuplot: exit $rc, expected 1"
 grep -q "needs gnuplot" "$out/err.txt" || fail "no-gnuplot message: $(cat "$out/err.txt")"
+
+# A relative RUN_DIR (gnuplot works in the report folder, so paths must not stay relative).
+(cd "$out/runs/exp" && "$roll" report demo-cpu/20261201-094541 >/dev/null 2>"$out/stderr.txt") ||
+  fail "relative RUN_DIR: $(cat "$out/stderr.txt")"
 
 # A folder above two runs: a report for each and an index linking both.
 second="$out/runs/exp/other-cpu/20261201-100000"

@@ -131,29 +131,32 @@ TEST(TrackReportCharts, PicksTheDemoPipelinesMetrics) {
                                      "val_correct/arithmetic/mean"}));
   EXPECT_EQ(charts.at("response_length"),
             (V{"env/response_length", "token/response_length/mean", "tokens/response_length/mean"}));
+  EXPECT_EQ(charts.at("loss"), (V{"actor/pg_loss"}));
   EXPECT_EQ(charts.at("kl"), (V{"actor/approxkl", "actor/kl_loss", "critic/kl", "math_rule/critic/kl"}));
   EXPECT_EQ(charts.at("entropy"), (V{"critic/entropy/mean"}));
   EXPECT_EQ(charts.at("grad_norm"), (V{"actor_train/grad_norm"}));
   EXPECT_EQ(charts.at("throughput"), (V{"system/tps"}));
   EXPECT_EQ(charts.at("time_per_phase"), (V{"time/step_rollout", "time/step_total", "time/step_train", "time/val_step"}));
-  EXPECT_EQ(charts.size(), 8u);
+  EXPECT_EQ(charts.size(), 9u);
   // In report_chart_specs() order.
   const auto ordered = track::select_charts(names);
-  ASSERT_EQ(ordered.size(), 8u);
+  ASSERT_EQ(ordered.size(), 9u);
   EXPECT_EQ(ordered.front().spec->id, "rewards");
   EXPECT_EQ(ordered.back().spec->id, "time_per_phase");
 }
 
 TEST(TrackReportCharts, NewNamesLandOnTheirChartAndAbsentChartsAreLeftOut) {
   const auto charts = chart_map({"val/env/Sokoban/success", "eval/FrozenLake/success", "eval/arithmetic/accuracy",
-                                 "actor/entropy_loss", "critic_train/grad_norm", "time/step_reward"});
+                                 "actor/entropy_loss", "critic_train/grad_norm", "time/step_reward",
+                                 "sft_train/loss", "sft_train/val_loss"});
   using V = std::vector<std::string>;
   EXPECT_EQ(charts.at("success"), (V{"eval/FrozenLake/success", "eval/arithmetic/accuracy", "val/env/Sokoban/success"}));
   EXPECT_EQ(charts.at("entropy"), (V{"actor/entropy_loss"}));
   EXPECT_EQ(charts.at("grad_norm"), (V{"critic_train/grad_norm"}));
   EXPECT_EQ(charts.at("time_per_phase"), (V{"time/step_reward"}));
-  EXPECT_EQ(charts.size(), 4u);
-  EXPECT_TRUE(track::select_charts({"actor/pg_loss", "env/FrozenLake/success_rate"}).empty());
+  EXPECT_EQ(charts.at("loss"), (V{"sft_train/loss", "sft_train/val_loss"}));
+  EXPECT_EQ(charts.size(), 5u);
+  EXPECT_TRUE(track::select_charts({"actor/clipfrac", "env/FrozenLake/success_rate"}).empty());
   EXPECT_TRUE(track::select_charts({}).empty());
 }
 

@@ -63,7 +63,7 @@ std::string report_html(const RunMetrics& run, const std::vector<Chart>& charts,
 
   b += "<h2>Summary</h2>\n";
   if (rows.empty()) {
-    b += "<p class=\"muted\">No headline metric (rewards, success, response length, throughput) in this run.</p>\n";
+    b += "<p class=\"muted\">No headline metric (rewards, success, response length, loss, throughput) in this run.</p>\n";
   } else {
     b += "<table>\n<tr><th>metric</th><th>first</th><th>last</th><th>best</th><th>points</th></tr>\n";
     for (const SummaryRow& r : rows)

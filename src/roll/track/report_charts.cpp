@@ -16,6 +16,8 @@ const std::vector<ChartSpec>& report_chart_specs() {
        {R"((val/)?env/[^/]+/success)", R"(val_correct/[^/]+/mean)", R"(eval/.+)"}, Better::higher, true},
       {"response_length", "Response length", "tokens",
        {R"(tokens?/response_length/mean)", R"((val/)?env/response_length)"}, Better::none, true},
+      {"loss", "Loss", "loss",
+       {R"([^/]+_train/(val_)?loss)", R"(actor/(pg|total)_loss)", R"(critic/vf_loss)"}, Better::lower, true},
       {"kl", "KL", "KL",
        {R"(([^/]+/)?critic/kl)", R"(actor/approxkl)", R"(actor/kl_loss)"}, Better::none, false},
       {"entropy", "Entropy", "nats per token", {R"(actor/entropy.*)", R"(critic/entropy/mean)"}, Better::none, false},

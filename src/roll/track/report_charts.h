@@ -21,7 +21,7 @@ struct ChartSpec {
   bool headline = false;              // its metrics get summary rows
 };
 
-// rewards, success, response length, KL, entropy, grad norm, throughput, time per phase.
+// rewards, success, response length, loss, KL, entropy, grad norm, throughput, time per phase.
 const std::vector<ChartSpec>& report_chart_specs();
 
 struct Chart {

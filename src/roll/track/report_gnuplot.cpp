@@ -78,7 +78,9 @@ void run_gnuplot(const std::string& script, const std::string& dir, std::chrono:
                 "(scripts/setup does)");
   runtime::SpawnOptions o;
   o.name = "gnuplot";
-  o.argv = {gnuplot, "-e", "cd " + quoted(dir), script};
+  // Absolute: gnuplot changes into `dir` before it reads the script.
+  o.argv = {gnuplot, "-e", "cd " + quoted(std::filesystem::absolute(dir).string()),
+            std::filesystem::absolute(script).string()};
   o.env = runtime::current_environment();
   o.forward_output = false;
   // on_exit runs once the output is drained too, so last_lines() is complete for the error.
