@@ -101,6 +101,33 @@ TEST(CoreProgress, LogReporterEverySteps) {
   EXPECT_EQ(lines[2], "train: 4it [00:04, 1.00it/s]");
 }
 
+TEST(CoreProgress, StepReporterLogsEveryStepWithRateAndEta) {
+  // The pipeline loop's reporter: a line per step however close the steps are, no carriage return.
+  FakeClock clock;
+  std::vector<std::string> lines;
+  auto p = make_step_progress({[&](std::string_view s) { lines.emplace_back(s); }, clock.fn()});
+  p->start("pipeline", 4, "step");
+  clock.now += 3s;
+  p->set_postfix("critic/score/mean 0.25");
+  p->advance();
+  clock.now += 1s;
+  p->advance();
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_EQ(lines[0], "pipeline: started, 4 step");
+  EXPECT_EQ(lines[1], "pipeline: 25% 1/4 [00:03<00:09, 3.00s/step, critic/score/mean 0.25]");
+  EXPECT_EQ(lines[2], "pipeline: 50% 2/4 [00:04<00:04, 2.00s/step, critic/score/mean 0.25]");
+  clock.now += 2s;
+  p->advance(2);  // the last step: its line is finish()'s, not printed twice
+  EXPECT_EQ(lines.size(), 3u);
+  p->finish();
+  ASSERT_EQ(lines.size(), 4u);
+  EXPECT_EQ(lines[3], "pipeline: 100% 4/4 [00:06<00:00, 1.50s/step, critic/score/mean 0.25] done");
+  for (const auto& l : lines) {
+    EXPECT_EQ(l.find('\r'), std::string::npos) << l;
+    EXPECT_EQ(l.find('\x1b'), std::string::npos) << l;
+  }
+}
+
 TEST(CoreProgress, TerminalBarRedrawsInPlace) {
   FakeClock clock;
   std::vector<std::string> out;

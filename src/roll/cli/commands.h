@@ -14,6 +14,7 @@ void register_generate(CLI::App& app);
 void register_worker(CLI::App& app);
 void register_data(CLI::App& app);
 void register_pipelines(CLI::App& app);
+void register_report(CLI::App& app);
 
 void set_exit_code(int code);
 int exit_code();

@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
   roll::cli::register_worker(app);
   roll::cli::register_data(app);
   roll::cli::register_pipelines(app);
+  roll::cli::register_report(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -9,6 +9,7 @@
 
 #include "roll/cli/commands.h"
 #include "roll/core/error.h"
+#include "roll/core/progress.h"
 #include "roll/model/model_init.h"
 
 namespace roll::cli {
@@ -41,7 +42,12 @@ void register_model(CLI::App& app) {
     try {
       at::set_num_threads(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
       auto t0 = std::chrono::steady_clock::now();
+      ProgressOptions po;
+      po.every_steps = 1;  // a line per phase when stderr is not a terminal
+      auto progress = make_progress(po);
+      opts->progress = progress.get();
       int64_t n = model::init_model_dir(*opts);
+      opts->progress = nullptr;
       double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       std::cout << fmt::format("wrote {} ({} {}, {:.1f}M parameters, seed {}) in {:.1f}s\n", opts->out_dir,
                                opts->preset, opts->arch, n / 1e6, opts->seed, s);

@@ -168,6 +168,8 @@ class LogProgress final : public ProgressBase {
 
  private:
   bool due(std::chrono::steady_clock::time_point now) const override {
+    // The last step's line is finish()'s "... done": printing it here too would repeat it.
+    if (snap_.total > 0 && snap_.done >= snap_.total) return false;
     if (options_.every_steps > 0 && snap_.done - last_emit_done_ >= options_.every_steps) return true;
     return seconds(now - last_emit_) >= options_.min_interval_s;
   }
@@ -197,6 +199,11 @@ std::unique_ptr<ProgressReporter> make_log_progress(ProgressOptions options) {
 
 std::unique_ptr<ProgressReporter> make_progress(ProgressOptions options) {
   if (isatty(STDERR_FILENO)) return make_terminal_progress(std::move(options));
+  return make_log_progress(std::move(options));
+}
+
+std::unique_ptr<ProgressReporter> make_step_progress(ProgressOptions options) {
+  if (options.every_steps <= 0) options.every_steps = 1;
   return make_log_progress(std::move(options));
 }
 

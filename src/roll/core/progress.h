@@ -35,6 +35,10 @@ std::unique_ptr<ProgressReporter> make_terminal_progress(ProgressOptions options
 std::unique_ptr<ProgressReporter> make_log_progress(ProgressOptions options = {});
 // The bar when stderr is a TTY, else the line log.
 std::unique_ptr<ProgressReporter> make_progress(ProgressOptions options = {});
+// The line log with one line per advance (every_steps 1 unless set), on a terminal too: for the
+// driver's loops (pipeline steps, checkpoints), whose steps other log lines and the workers'
+// forwarded output come between, where a redrawn bar would be split and repeated.
+std::unique_ptr<ProgressReporter> make_step_progress(ProgressOptions options = {});
 
 // Formatting shared by both reporters (tqdm's conventions), exposed for tests.
 struct ProgressSnapshot {

@@ -9,7 +9,11 @@
 #include <nlohmann/json.hpp>
 
 #include "roll/core/error.h"
+<<<<<<< HEAD
 #include "roll/model/tokenizer_trim.h"
+=======
+#include "roll/core/progress.h"
+>>>>>>> report
 #include "roll/model/transformer.h"
 
 namespace fs = std::filesystem;
@@ -111,7 +115,15 @@ int64_t init_model_dir(const ModelInitOptions& o) {
 
   const at::ScalarType dtype = o.dtype == "bf16" ? at::kBFloat16 : at::kFloat;
   if (o.dtype != "bf16" && o.dtype != "fp32") throw Error(fmt::format("--dtype '{}': expected fp32 or bf16", o.dtype));
+  if (o.progress) {
+    o.progress->start("model init", 2, "phase");
+    o.progress->set_postfix("random weights");
+  }
   auto model = Transformer::random(c, dtype, o.seed, o.init_std);
+  if (o.progress) {
+    o.progress->set_postfix(fmt::format("{:.1f}M parameters, writing", model->num_parameters() / 1e6));
+    o.progress->advance();
+  }
   // Write into a temporary directory and rename, so an interrupted init leaves no half model.
   const fs::path out(o.out_dir);
   const fs::path tmp = out.string() + ".tmp-init";
@@ -133,6 +145,11 @@ int64_t init_model_dir(const ModelInitOptions& o) {
   if (fs::exists(out)) fs::remove_all(out);
   if (out.has_parent_path()) fs::create_directories(out.parent_path());
   fs::rename(tmp, out);
+  if (o.progress) {
+    o.progress->set_postfix(fmt::format("{:.1f}M parameters, written", model->num_parameters() / 1e6));
+    o.progress->advance();
+    o.progress->finish();
+  }
   return model->num_parameters();
 }
 

@@ -9,6 +9,7 @@
 
 #include "roll/core/error.h"
 #include "roll/core/log.h"
+#include "roll/core/progress.h"
 #include "roll/pipeline/rlvr_metrics.h"
 #include "roll/track/tracker.h"
 
@@ -210,7 +211,15 @@ Metrics PipelineBase::checkpoint(int64_t step) {
       saves.push_back(cl->call("do_checkpoint", runtime::Dispatch::one_to_all, runtime::Payload(args)));
       saved.push_back(name);
     }
-  for (auto& f : saves) f.get_all();
+  // Lines at the start, every 10 s and at the end: a checkpoint is a few slow parts.
+  auto progress = make_log_progress();
+  progress->start(fmt::format("checkpoint-{}", step), static_cast<int64_t>(saves.size()), "cluster");
+  for (size_t i = 0; i < saves.size(); ++i) {
+    saves[i].get_all();
+    progress->set_postfix(saved[i] + " saved");
+    progress->advance();
+  }
+  progress->finish();
   PipelineState st;
   st.step = step;
   st.log_history = nlohmann::json(history_);
@@ -283,6 +292,13 @@ int PipelineBase::run_eval_only() {
   return 0;
 }
 
+std::string PipelineBase::progress_postfix(const Metrics& m) const {
+  std::string text;
+  for (const char* key : {"critic/score/mean", "val/score/mean", "system/tps"})
+    if (auto it = m.find(key); it != m.end()) text += fmt::format("{}{} {:.4g}", text.empty() ? "" : ", ", key, it->second);
+  return text;
+}
+
 int PipelineBase::run() {
   const auto& c = config();
   tracker_ = track::make_tracker(c);
@@ -294,6 +310,9 @@ int PipelineBase::run() {
   if (auto dir = find_resume_checkpoint(resume_value, c.output_dir)) resume(*dir);
 
   double last_step_s = 0;
+  auto progress = make_step_progress();
+  progress->start(start_step_ > 0 ? fmt::format("pipeline (resumed at step {})", start_step_) : "pipeline",
+                  c.max_steps - start_step_, "step");
   for (int64_t step = start_step_; step < c.max_steps; ++step) {
     const auto t0 = std::chrono::steady_clock::now();
     log::info("pipeline step {} start...", step);
@@ -314,7 +333,10 @@ int PipelineBase::run() {
     if (c.logging_steps > 0 && step % c.logging_steps == 0) log::info("metrics step {}: {}", step, record.dump());
     last_step_s = seconds_since(t0);
     log::info("pipeline step {} finished ({:.1f} s)", step, last_step_s);
+    progress->set_postfix(progress_postfix(m));
+    progress->advance();
   }
+  progress->finish();
   on_finished();
   tracker_->finish();
   runtime_->shutdown();

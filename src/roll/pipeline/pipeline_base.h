@@ -66,6 +66,8 @@ class PipelineBase {
   // The clusters whose do_checkpoint / load_checkpoint the checkpoints and resume call (those
   // that are running); RL pipelines: actor_train and critic.
   virtual std::vector<std::string> checkpoint_clusters() const { return {"actor_train", "critic"}; }
+  // What the step's progress line shows after the rate (the step's headline metrics).
+  virtual std::string progress_postfix(const Metrics& step_metrics) const;
 
   runtime::Cluster& cluster(const std::string& name);
   runtime::Cluster* find_cluster(const std::string& name);

@@ -9,6 +9,7 @@
 #include "roll/config/model_path.h"
 #include "roll/core/error.h"
 #include "roll/core/log.h"
+#include "roll/core/progress.h"
 #include "roll/engine/sampling_params.h"
 #include "roll/model/stop_tokens.h"
 #include "roll/model/tokenizer.h"
@@ -97,12 +98,16 @@ std::vector<GeneratedPrompt> generate(workers::RequestRouter& router, const Batc
       else promise->set_exception(std::make_exception_ptr(Error("generation of " + rid + " failed: " + err)));
     });
   }
+  auto progress = make_progress();
+  progress->start("rollout " + rid_prefix, B, "prompt");
   for (int64_t i = 0; i < B; ++i) {
     if (answers[i].wait_for(timeout) != std::future_status::ready)
       throw Error(fmt::format("generation of {}-{} timed out", rid_prefix, i));
     engine::RequestOutput o = workers::output_from_json(answers[i].get());
     for (auto& s : o.samples) out[static_cast<size_t>(i)].samples.push_back(std::move(s));
+    progress->advance();
   }
+  progress->finish();
   return out;
 }
 

@@ -136,6 +136,15 @@ Metrics SftPipeline::validate(int64_t step) {
   return {{im.role + "/val_loss", sum / static_cast<double>(std::max<int64_t>(1, batches))}};
 }
 
+std::string SftPipeline::progress_postfix(const Metrics& m) const {
+  const Impl& im = *impl_;
+  std::string text = fmt::format("epoch {}/{}", static_cast<int64_t>(m.count("system/epoch") ? m.at("system/epoch") : 0) + 1,
+                                 im.plan.epochs);
+  for (const std::string& key : {im.role + "/loss@sum", im.role + "/val_loss"})
+    if (auto it = m.find(key); it != m.end()) text += fmt::format(", {} {:.4g}", key.substr(0, key.find('@')), it->second);
+  return text;
+}
+
 nlohmann::json SftPipeline::state_kv() const {
   const Impl& im = *impl_;
   return {{"sft_data",

@@ -32,6 +32,8 @@ class SftPipeline : public PipelineBase {
   nlohmann::json state_kv() const override;
   void restore_kv(const nlohmann::json& kv) override;
   std::vector<std::string> checkpoint_clusters() const override { return {"sft_train"}; }
+  // "epoch 2/3, loss 1.234" (the SFT epochs' progress rides on the step line).
+  std::string progress_postfix(const Metrics& step_metrics) const override;
 
  private:
   struct Impl;
