@@ -9,11 +9,8 @@
 #include <nlohmann/json.hpp>
 
 #include "roll/core/error.h"
-<<<<<<< HEAD
-#include "roll/model/tokenizer_trim.h"
-=======
 #include "roll/core/progress.h"
->>>>>>> report
+#include "roll/model/tokenizer_trim.h"
 #include "roll/model/transformer.h"
 
 namespace fs = std::filesystem;
