@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Integration test: `roll data arithmetic|code` writes seeded, reproducible JSONL; bad options fail.
+# Integration test: `roll data arithmetic|code|expert` writes seeded, reproducible JSONL; bad options fail.
 set -euo pipefail
 roll="$1"
 fail() { echo "FAIL: $*"; exit 1; }
@@ -16,6 +16,24 @@ grep -q 'Put your final answer within \\\\boxed{}.' "$out/a1.jsonl" || fail "box
 [ "$(wc -l <"$out/c.jsonl")" = 20 ] || fail "expected 20 code rows"
 grep -q '"case_type":"assert"' "$out/c.jsonl" || fail "code case_type"
 grep -q '"domain":"code_sandbox"' "$out/c.jsonl" || fail "code domain"
+
+# Expert conversations in an agentic config's env prompts (the demo's SFT data).
+root="$(cd "$(dirname "$0")/../.." && pwd)"
+"$roll" data expert --config_path "$root/examples/demo" --config_name frozen_lake_grpo --seed 4 --n 30 --noise 0 \
+  --out "$out/e1.jsonl" 2>"$out/e.txt" || fail "expert: $(cat "$out/e.txt")"
+grep -q '30 FrozenLake episodes, 30 reach the goal' "$out/e.txt" || fail "noiseless expert: $(cat "$out/e.txt")"
+"$roll" data expert --config_path "$root/examples/demo" --config_name frozen_lake_grpo --seed 4 --n 30 --noise 0 \
+  --out "$out/e2.jsonl" 2>/dev/null || fail "expert again"
+cmp -s "$out/e1.jsonl" "$out/e2.jsonl" || fail "same expert seed gave different rows"
+grep -q '"role":"assistant","content":"<answer>\(Left\|Down\|Right\|Up\)</answer>"' "$out/e1.jsonl" || fail "answers"
+grep -q 'Move P to G without stepping on O' "$out/e1.jsonl" || fail "the config's env_instruction is not in the prompt"
+set +e
+"$roll" data expert --config_path "$root/examples/demo" --config_name frozen_lake_grpo --tag Nope --n 1 \
+  --out "$out/x.jsonl" 2>"$out/err.txt"
+rc=$?
+set -e
+[ "$rc" != 0 ] || fail "an unknown --tag was accepted"
+grep -q 'custom_envs.Nope' "$out/err.txt" || fail "unknown tag error: $(cat "$out/err.txt")"
 
 set +e
 "$roll" data arithmetic --n 500 --digits 1 --out "$out/x.jsonl" 2>"$out/err.txt"

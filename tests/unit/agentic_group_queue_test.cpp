@@ -197,3 +197,88 @@ TEST(AgenticGroupQueue, FiniteQueueEndsWaitersWhenItsLastEpisodeIsTaken) {
   EXPECT_TRUE(answers[0].has_value());
   EXPECT_FALSE(answers[1].has_value());  // the only episode is taken and no other will come
 }
+
+// Slots number an episode's hand-outs; a group's rollouts come back in slot order, whoever
+// finished first (the batch's rows do not depend on timing).
+TEST(AgenticGroupQueue, HandOutsAreNumberedAndGroupsComeInSlotOrder) {
+  GroupQueueOptions o;
+  o.num_groups = 1;
+  o.group_size = 3;
+  o.group_size_redundancy = 1;
+  GroupQueueManager q(o);
+  q.advance_step(0);
+  std::vector<GroupQueueManager::Episode> eps;
+  for (int64_t env : {7, 4, 9, 5}) eps.push_back(*q.get_episode(0, env));
+  for (int64_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(eps[i].episode_id, 0);
+    EXPECT_EQ(eps[i].slot, i);
+  }
+  // Slots 2, 0, 3 finish first (slot 3 is the redundant one); slot 1 comes too late.
+  for (int64_t slot : {2, 0, 3, 1}) {
+    Rollout r{0, 0, 100 + slot, 0, nullptr};
+    r.slot = slot;
+    q.put(r);
+  }
+  auto got = q.get_batch(3, 0, 1.0);
+  ASSERT_TRUE(got.has_value());
+  ASSERT_EQ(got->size(), 3u);
+  EXPECT_EQ((*got)[0].slot, 0);
+  EXPECT_EQ((*got)[1].slot, 2);
+  EXPECT_EQ((*got)[2].slot, 3);
+}
+
+// A queue restored from another's state at a step boundary hands out the same episodes from then
+// on (ids, creation steps, slots), including episodes left open at the boundary.
+TEST(AgenticGroupQueue, RestoredStateContinuesTheEpisodeNumbering) {
+  GroupQueueOptions o;
+  o.num_groups = 2;
+  o.group_size = 2;
+  o.episodes_per_step = 2;
+  o.async_generation_ratio = 1;  // episodes of one step stay valid for the next: open ones are kept
+  GroupQueueManager a(o);
+  auto play = [](GroupQueueManager& q, int64_t group, int64_t env) {
+    auto ep = q.get_episode(group, env);
+    Rollout r{group, ep->episode_id, env, ep->start_step, nullptr};
+    r.slot = ep->slot;
+    q.put(r);
+    return *ep;
+  };
+  for (int64_t step = 0; step < 3; ++step) {
+    a.advance_step(step);
+    for (int64_t g = 0; g < 2; ++g)
+      for (int64_t env = 0; env < 2; ++env) play(a, g, 10 * g + env);
+    ASSERT_TRUE(a.get_batch(4, step, 1.0).has_value());
+  }
+  const nlohmann::json saved = a.state();
+  GroupQueueManager b(o);
+  b.restore(nlohmann::json::parse(saved.dump()));  // as read back from the checkpoint
+  EXPECT_EQ(b.state(), saved);
+  for (int64_t step = 3; step < 5; ++step) {
+    a.advance_step(step);
+    b.advance_step(step);
+    for (int64_t g = 0; g < 2; ++g)
+      for (int64_t env = 0; env < 2; ++env) {
+        const auto ea = play(a, g, env), eb = play(b, g, env);
+        EXPECT_EQ(ea.episode_id, eb.episode_id) << "step " << step << " group " << g;
+        EXPECT_EQ(ea.start_step, eb.start_step);
+        EXPECT_EQ(ea.slot, eb.slot);
+      }
+    auto ba = a.get_batch(4, step, 1.0), bb = b.get_batch(4, step, 1.0);
+    ASSERT_TRUE(ba && bb);
+    ASSERT_EQ(ba->size(), bb->size());
+    for (size_t i = 0; i < ba->size(); ++i) {
+      EXPECT_EQ((*ba)[i].episode_id, (*bb)[i].episode_id);
+      EXPECT_EQ((*ba)[i].slot, (*bb)[i].slot);
+    }
+  }
+  EXPECT_GE(saved["groups"][0]["next_episode"].get<int64_t>(), 6);  // 2 per step, plus the look-ahead batch
+
+  // A used queue, a state of another shape, a malformed state: errors that say so.
+  EXPECT_THROW(a.restore(saved), Error);
+  GroupQueueOptions one = o;
+  one.num_groups = 1;
+  GroupQueueManager c(one);
+  EXPECT_THROW(c.restore(saved), Error);
+  GroupQueueManager d(o);
+  EXPECT_THROW(d.restore(nlohmann::json{{"groups", 3}}), Error);
+}

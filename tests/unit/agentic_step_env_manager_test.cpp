@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <set>
 
 #include "agentic_test_util.h"
 #include "roll/agentic/frozen_lake.h"
@@ -201,4 +202,78 @@ TEST(AgenticStepEnvManager, StateHashIsStableHex) {
   EXPECT_EQ(state_hash(""), "cbf29ce484222325");  // FNV-1a 64 offset basis
   EXPECT_EQ(state_hash("a"), "af63dc4c8601ec8c");  // published FNV-1a test vector
   EXPECT_NE(state_hash("P___\n_O__"), state_hash("_P__\n_O__"));
+}
+
+// Sampling seeds depend on (group seed, mode, episode, slot, turn) only: two envs playing the same
+// slot of an episode, or one env replaying it, send the same seeds; other slots, turns, episodes
+// and the val fleet get others (exact resume, docs/agentic.md).
+TEST(AgenticStepEnvManager, RequestSeedsFollowEpisodeSlotAndTurn) {
+  if (!have_tokenizer()) GTEST_SKIP() << "run scripts/setup for the tokenizer";
+  Fixture f;
+  NoEpisodes none;
+  auto seeds = [&](int64_t env_id, const std::string& mode, int64_t episode, int64_t slot) {
+    EnvManagerOptions o;
+    o.spec = step_spec();
+    o.env_id = env_id;
+    o.group_seed = 300;
+    o.mode = mode;
+    o.generation.max_new_tokens = 100;
+    ScriptedLlm llm(f.tok, {"<answer>Jump</answer>"});  // invalid: every episode runs max_steps turns
+    StepEnvManager mgr(o, f.tok, f.tmpl, llm, none);
+    std::vector<uint64_t> out;
+    for (int rep = 0; rep < 2; ++rep) {
+      EXPECT_TRUE(mgr.play_episode(episode, 0, slot).has_value());
+      for (const auto& r : llm.requests) {
+        EXPECT_TRUE(r.params.seed.has_value());
+        out.push_back(r.params.seed.value_or(0));
+      }
+      llm.requests.clear();
+    }
+    EXPECT_EQ(out.size(), 8u);
+    // The replay sends the first play's seeds; within a play the turns differ.
+    EXPECT_TRUE(std::equal(out.begin(), out.begin() + 4, out.begin() + 4));
+    EXPECT_EQ(std::set<uint64_t>(out.begin(), out.begin() + 4).size(), 4u);
+    return std::vector<uint64_t>(out.begin(), out.begin() + 4);
+  };
+  const auto base = seeds(3, "train", 5, 1);
+  EXPECT_EQ(seeds(8, "train", 5, 1), base);  // another env, same episode and slot
+  EXPECT_NE(seeds(3, "train", 5, 0), base);
+  EXPECT_NE(seeds(3, "train", 6, 1), base);
+  EXPECT_NE(seeds(3, "val", 5, 1), base);
+}
+
+// render: the val episode as text in meta.render (what render_save_dir dumps), nothing otherwise.
+TEST(AgenticStepEnvManager, RenderTextHoldsEveryTurn) {
+  if (!have_tokenizer()) GTEST_SKIP() << "run scripts/setup for the tokenizer";
+  Fixture f;
+  NoEpisodes none;
+  EnvManagerOptions o;
+  o.spec = step_spec();
+  o.spec.max_steps = 2;
+  o.group_id = 2;
+  o.env_id = 4;
+  o.group_seed = 300;
+  o.generation.max_new_tokens = 100;
+  const std::vector<std::string> replies = {"<answer>Jump</answer>", "<answer>Fly</answer>"};
+  {
+    ScriptedLlm llm(f.tok, replies);
+    StepEnvManager mgr(o, f.tok, f.tmpl, llm, none);
+    EXPECT_FALSE(mgr.play_episode(1, 0)->data->meta.contains("render"));
+  }
+  o.render = true;
+  ScriptedLlm llm(f.tok, replies);
+  StepEnvManager mgr(o, f.tok, f.tmpl, llm, none);
+  auto r = mgr.play_episode(1, 0);
+  ASSERT_TRUE(r && r->data->meta.contains("render"));
+  const std::string text = r->data->meta["render"].get<std::string>();
+  FrozenLake replay(FrozenLakeConfig::from_json(step_spec().env_config));
+  const std::string start = replay.reset(300 + 1).observation;  // invalid actions keep the board
+  EXPECT_EQ(text.rfind("FrozenLakeStep episode 1 (group 2, env 4), 2 turn(s), score -0.02", 0), 0u) << text;
+  EXPECT_NE(text.find("== turn 1\n" + start + "\n-- response\n<answer>Jump</answer>\n-- reward -0.01"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("== turn 2\n" + start + "\n-- response\n<answer>Fly</answer>\n-- reward -0.01"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("== final\n" + start + "\n"), std::string::npos) << text;
 }

@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 #include <fmt/format.h>
 
+#include <initializer_list>
 #include <map>
 
 #include "roll/core/batch.h"
@@ -22,6 +23,23 @@ std::string format_agent_template(const std::string& tmpl, const nlohmann::json&
   return out;
 }
 
+nlohmann::ordered_json traj_turn_messages(const EnvSpec& spec, int64_t step, const std::string& observation,
+                                          const nlohmann::json& reset_info) {
+  const nlohmann::json fields = {{"observation", observation},
+                                 {"turn_idx", step + 1},
+                                 {"actions_left", spec.max_steps - step},
+                                 {"max_response_length", spec.max_tokens_per_step},
+                                 {"suffix", reset_info.value("suffix", "")}};
+  nlohmann::ordered_json messages = nlohmann::ordered_json::array();
+  std::string user = format_agent_template(spec.agent_template, fields);
+  if (step == 0) {
+    messages.push_back({{"role", "system"}, {"content", spec.agent_system_template}});
+    user = reset_info.value("env_instruction", "") + "\n" + user;
+  }
+  messages.push_back({{"role", "user"}, {"content", user}});
+  return messages;
+}
+
 EnvManager::EnvManager(EnvManagerOptions options, const model::Tokenizer& tokenizer,
                        const model::ChatTemplate& chat_template, LlmClient& llm, EpisodeSource& episodes)
     : o_(std::move(options)), tok_(tokenizer), tmpl_(chat_template), llm_(llm), episodes_(episodes) {
@@ -29,6 +47,28 @@ EnvManager::EnvManager(EnvManagerOptions options, const model::Tokenizer& tokeni
 }
 
 EnvManager::~EnvManager() = default;
+
+namespace {
+
+// splitmix64's finaliser, chained over the parts: a well-spread 64-bit seed from small integers.
+uint64_t mix_seed(std::initializer_list<uint64_t> parts) {
+  uint64_t h = 0x243F6A8885A308D3ull;
+  for (uint64_t p : parts) {
+    h ^= p + 0x9E3779B97F4A7C15ull + (h << 6) + (h >> 2);
+    h = (h ^ (h >> 30)) * 0xBF58476D1CE4E5B9ull;
+    h = (h ^ (h >> 27)) * 0x94D049BB133111EBull;
+    h ^= h >> 31;
+  }
+  return h;
+}
+
+}  // namespace
+
+std::optional<Rollout> EnvManager::play_episode(int64_t episode_id, int64_t start_step, int64_t slot) {
+  slot_ = slot;
+  turn_ = 0;
+  return play(episode_id, start_step);
+}
 
 EnvReset EnvManager::reset_env(int64_t episode_id) {
   return env_->reset(o_.group_seed + static_cast<uint64_t>(episode_id));
@@ -45,6 +85,10 @@ bool EnvManager::generate(const std::vector<int32_t>& input_ids, int64_t episode
   req.rid = fmt::format("{}_{}_{}_{}_{}", o_.mode, o_.spec.tag, o_.env_id, episode_id, request_counter_++);
   req.input_ids = input_ids;
   req.params = o_.generation;
+  // Per-request seed: a rollout depends on its episode, slot and turn only (exact resume,
+  // docs/agentic.md), not on arrival order at the engine.
+  req.params.seed = mix_seed({o_.group_seed, o_.mode == "val" ? 1u : 0u, static_cast<uint64_t>(episode_id),
+                              static_cast<uint64_t>(slot_), static_cast<uint64_t>(turn_++), o_.generation.seed.value_or(0)});
   req.params.max_new_tokens = std::min<int64_t>({o_.spec.max_tokens_per_step, o_.generation.max_new_tokens,
                                                  o_.sequence_length - static_cast<int64_t>(input_ids.size())});
   req.src_rank = o_.env_id;
@@ -94,7 +138,7 @@ void EnvManager::run() {
     auto ep = episodes_.get_episode(o_.group_id, o_.env_id);
     if (!ep) break;
     for (;;) {
-      auto r = play_episode(ep->episode_id, ep->start_step);
+      auto r = play_episode(ep->episode_id, ep->start_step, ep->slot);
       if (r) {
         episodes_.put(std::move(*r));
         ++rollouts_done_;
@@ -196,7 +240,22 @@ Rollout EnvManager::make_rollout(Batch data, int64_t episode_id, int64_t start_s
   r.env_id = o_.env_id;
   r.start_step = start_step;
   r.data = std::make_shared<const Batch>(std::move(data));
+  r.slot = slot_;
   return r;
+}
+
+void EnvManager::attach_render(Batch& data, int64_t episode_id, std::span<const Turn> turns,
+                               const std::string& last_observation) const {
+  if (!o_.render) return;
+  double score = 0;
+  for (const auto& t : turns) score += t.reward;
+  std::string text = fmt::format("{} episode {} (group {}, env {}), {} turn(s), score {}\n", o_.spec.tag, episode_id,
+                                 o_.group_id, o_.env_id, turns.size(), nlohmann::json(score).dump());
+  for (size_t i = 0; i < turns.size(); ++i)
+    text += fmt::format("\n== turn {}\n{}\n-- response\n{}\n-- reward {}\n", i + 1, turns[i].observation,
+                        turns[i].response_text, nlohmann::json(turns[i].reward).dump());
+  text += fmt::format("\n== final\n{}\n", last_observation);
+  data.meta["render"] = text;
 }
 
 }  // namespace roll::agentic

@@ -46,10 +46,17 @@ struct EnvManagerOptions {
   SamplingParams generation;  // generating_args; max_new_tokens is capped per turn
   bool skip_mock_system_prompt = false;
   std::string mode = "train";  // train | val: keeps request ids of both fleets apart in one router
+  bool render = false;  // rollouts carry the episode as text in meta.render (val with render_save_dir)
 };
 
 // Fills ROLL's agent_template placeholders that appear in `tmpl` ({observation}, {turn_idx}, ...).
 std::string format_agent_template(const std::string& tmpl, const nlohmann::json& fields);
+
+// The new messages of TrajEnvManager's turn `step` (0-based) seeing `observation`: on the first
+// turn the system message and the user message (the env instruction, a newline, the filled
+// agent_template); later turns the user message only. The expert SFT data renders the same.
+nlohmann::ordered_json traj_turn_messages(const EnvSpec& spec, int64_t step, const std::string& observation,
+                                          const nlohmann::json& reset_info);
 
 // One played turn.
 struct Turn {
@@ -72,14 +79,19 @@ class EnvManager {
   // From any thread: ends run() after the current turn; a request in flight is aborted.
   void stop();
 
-  // Plays one episode with `episode_id` created at `start_step` and returns it as a rollout
-  // (nullopt when generation was aborted: the episode is to be retried after resume).
-  virtual std::optional<Rollout> play_episode(int64_t episode_id, int64_t start_step) = 0;
+  // Plays one episode with `episode_id` created at `start_step`, handed out as `slot`, and returns
+  // it as a rollout (nullopt when generation was aborted: the episode is to be retried after
+  // resume). Turn k samples with the seed of (group seed, mode, episode, slot, k): the same
+  // episode and slot give the same rollout whichever env plays it and whenever.
+  std::optional<Rollout> play_episode(int64_t episode_id, int64_t start_step, int64_t slot = 0);
 
   const EnvManagerOptions& options() const { return o_; }
   int64_t rollouts_done() const { return rollouts_done_; }
 
  protected:
+  // The episode itself (after reset of the per-episode seed state).
+  virtual std::optional<Rollout> play(int64_t episode_id, int64_t start_step) = 0;
+
   // Resets the env for an episode: seed = group_seed + episode_id, so every env of a group plays
   // the same episode (identical initial states).
   EnvReset reset_env(int64_t episode_id);
@@ -99,6 +111,10 @@ class EnvManager {
   nlohmann::json turn_metrics(std::span<const Turn> turns) const;
   // traj_group_id / traj_id (every row) and the rollout around `data`.
   Rollout make_rollout(Batch data, int64_t episode_id, int64_t start_step) const;
+  // With options().render: the episode as text into meta["render"] of `data` (what each turn saw,
+  // the response, the reward; then `last_observation`), ROLL's val frames in text form.
+  void attach_render(Batch& data, int64_t episode_id, std::span<const Turn> turns,
+                     const std::string& last_observation) const;
 
   EnvManagerOptions o_;
   const model::Tokenizer& tok_;
@@ -113,6 +129,8 @@ class EnvManager {
   std::mutex mu_;         // guards in_flight_ against stop()
   std::string in_flight_;  // rid of the request being generated
   int64_t request_counter_ = 0;
+  int64_t slot_ = 0;  // of the episode being played
+  int64_t turn_ = 0;  // generate calls of the episode so far
 };
 
 }  // namespace roll::agentic

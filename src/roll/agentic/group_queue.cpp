@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <future>
 
@@ -104,7 +105,11 @@ std::optional<std::vector<Rollout>> GroupQueueManager::get_batch(int64_t batch_s
     auto& eps = groups_[gi].episodes;
     for (auto it = eps.begin(); it != eps.end(); ++it)
       if (it->episode_id == ep) {
-        out.insert(out.end(), it->rollouts.begin(), it->rollouts.begin() + o_.group_size);
+        // The first group_size to finish form the group; in slot order, so a batch's rows do not
+        // depend on which env finished first.
+        std::vector<Rollout> group(it->rollouts.begin(), it->rollouts.begin() + o_.group_size);
+        std::stable_sort(group.begin(), group.end(), [](const Rollout& a, const Rollout& b) { return a.slot < b.slot; });
+        out.insert(out.end(), std::make_move_iterator(group.begin()), std::make_move_iterator(group.end()));
         eps.erase(it);
         break;
       }
@@ -116,10 +121,7 @@ std::optional<std::vector<Rollout>> GroupQueueManager::get_batch(int64_t batch_s
 std::optional<GroupQueueManager::Episode> GroupQueueManager::take_episode(Group& g) {
   const int64_t width = o_.group_size + o_.group_size_redundancy;
   for (auto& e : g.episodes)
-    if (!e.complete && e.running < width) {
-      ++e.running;
-      return Episode{e.episode_id, e.create_step};
-    }
+    if (!e.complete && e.running < width) return Episode{e.episode_id, e.create_step, e.running++};
   return std::nullopt;
 }
 
@@ -223,6 +225,42 @@ void GroupQueueManager::shutdown() {
 int64_t GroupQueueManager::group_filter_count() const {
   std::lock_guard<std::mutex> lock(mu_);
   return filtered_;
+}
+
+nlohmann::json GroupQueueManager::state() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  nlohmann::json groups = nlohmann::json::array();
+  for (const auto& g : groups_) {
+    nlohmann::json open = nlohmann::json::array();
+    for (const auto& e : g.episodes) open.push_back({e.episode_id, e.create_step});
+    groups.push_back({{"next_episode", g.next_episode}, {"episodes", open}});
+  }
+  return {{"current_step", current_step_}, {"started", !first_step_}, {"filtered", filtered_}, {"groups", groups}};
+}
+
+void GroupQueueManager::restore(const nlohmann::json& state) {
+  std::lock_guard<std::mutex> lock(mu_);
+  try {
+    const auto& groups = state.at("groups");
+    if (!groups.is_array() || static_cast<int64_t>(groups.size()) != o_.num_groups)
+      throw Error(fmt::format("'groups' holds {} groups, the queue has {}", groups.is_array() ? groups.size() : 0,
+                              o_.num_groups));
+    for (size_t gi = 0; gi < groups_.size(); ++gi) {
+      Group& g = groups_[gi];
+      if (!g.episodes.empty() || !g.waiters.empty() || g.next_episode != 0)
+        throw Error("the queue has handed out episodes already; restore comes before the first step");
+      g.next_episode = groups[gi].at("next_episode").get<int64_t>();
+      for (const auto& e : groups[gi].at("episodes"))
+        g.episodes.push_back(EpisodeState{e.at(0).get<int64_t>(), e.at(1).get<int64_t>()});
+    }
+    current_step_ = state.at("current_step").get<int64_t>();
+    first_step_ = !state.at("started").get<bool>();
+    filtered_ = state.at("filtered").get<int64_t>();
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(std::string("group queue: malformed saved state: ") + e.what());
+  } catch (const Error& e) {
+    throw Error(std::string("group queue: cannot restore the saved state: ") + e.what());
+  }
 }
 
 }  // namespace roll::agentic

@@ -12,6 +12,8 @@
 #include <optional>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "roll/core/batch.h"
 
 namespace roll::agentic {
@@ -22,6 +24,7 @@ struct Rollout {
   int64_t env_id = 0;
   int64_t start_step = 0;  // the step the episode was created for
   std::shared_ptr<const Batch> data;  // one trajectory (TrajEnvManager) or its per-turn samples
+  int64_t slot = 0;  // which of the episode's hand-outs played it (Episode::slot)
 };
 
 struct GroupQueueOptions {
@@ -51,9 +54,13 @@ class GroupQueueManager {
 
   // Env side: the next episode for `env_id` of `group_id` (blocks until one exists); nullopt when
   // the queue is finished or shut down.
+  // slot: the how-manieth hand-out of this episode (0 .. group_size + redundancy - 1). Env managers
+  // seed their sampling by (episode, slot), so what an episode's rollouts hold does not depend on
+  // which env asked first.
   struct Episode {
     int64_t episode_id;
     int64_t start_step;
+    int64_t slot = 0;
   };
   std::optional<Episode> get_episode(int64_t group_id, int64_t env_id);
   // The same without blocking, for a service: `done` runs at once on this thread when an episode
@@ -69,6 +76,15 @@ class GroupQueueManager {
 
   void shutdown();
   int64_t group_filter_count() const;
+
+  // What decides the episodes of every later step, for a checkpoint at a step boundary: the step,
+  // each group's next episode id and its episodes not yet taken (id, creation step). Rollouts and
+  // hand-outs of those episodes are not kept: after restore() they are played again from the
+  // start, which the (episode, slot) seeds make give the same rollouts.
+  nlohmann::json state() const;
+  // Before the first advance_step of a resumed run; roll::Error naming the key on a state of
+  // another queue shape.
+  void restore(const nlohmann::json& state);
 
  private:
   struct EpisodeState {

@@ -40,7 +40,7 @@ std::string state_hash(const std::string& state_key) {
   return fmt::format("{:016x}", h);
 }
 
-std::optional<Rollout> StepEnvManager::play_episode(int64_t episode_id, int64_t start_step) {
+std::optional<Rollout> StepEnvManager::play(int64_t episode_id, int64_t start_step) {
   const auto& s = o_.spec;
   const EnvReset reset = reset_env(episode_id);
   const std::string instruction = reset.info.value("env_instruction", "");
@@ -98,6 +98,7 @@ std::optional<Rollout> StepEnvManager::play_episode(int64_t episode_id, int64_t 
   nlohmann::json metrics = turn_metrics(turns);
   metrics["env/response_length"] = nlohmann::json::array({response_tokens / static_cast<double>(turns.size())});
   all.meta["metrics"] = metrics;
+  attach_render(all, episode_id, turns, observation);
   return make_rollout(std::move(all), episode_id, start_step);
 }
 

@@ -12,7 +12,8 @@ class StepEnvManager : public EnvManager {
  public:
   using EnvManager::EnvManager;
 
-  std::optional<Rollout> play_episode(int64_t episode_id, int64_t start_step) override;
+ protected:
+  std::optional<Rollout> play(int64_t episode_id, int64_t start_step) override;
 };
 
 // A stable hex digest of a state description (the same on every process and build).

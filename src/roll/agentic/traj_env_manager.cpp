@@ -24,27 +24,15 @@ TrajEnvManager::TrajEnvManager(EnvManagerOptions options, const model::Tokenizer
     }
 }
 
-std::optional<Rollout> TrajEnvManager::play_episode(int64_t episode_id, int64_t start_step) {
+std::optional<Rollout> TrajEnvManager::play(int64_t episode_id, int64_t start_step) {
   const auto& s = o_.spec;
   const EnvReset reset = reset_env(episode_id);
-  const std::string instruction = reset.info.value("env_instruction", "");
   std::string observation = reset.observation;
   std::vector<Turn> turns;
   std::vector<int32_t> input;  // every past turn's prompt + response
   bool terminated = false;
   for (int64_t step = 0; step < s.max_steps && !terminated; ++step) {
-    const nlohmann::json fields = {{"observation", observation},
-                                   {"turn_idx", step + 1},
-                                   {"actions_left", s.max_steps - step},
-                                   {"max_response_length", s.max_tokens_per_step},
-                                   {"suffix", reset.info.value("suffix", "")}};
-    nlohmann::ordered_json messages = nlohmann::ordered_json::array();
-    std::string user = format_agent_template(s.agent_template, fields);
-    if (step == 0) {
-      messages.push_back({{"role", "system"}, {"content", s.agent_system_template}});
-      user = instruction + "\n" + user;
-    }
-    messages.push_back({{"role", "user"}, {"content", user}});
+    const nlohmann::ordered_json messages = traj_turn_messages(s, step, observation, reset.info);
     Turn turn;
     turn.observation = observation;
     if (step > 0) turn.prompt_ids = end_of_turn_;
@@ -86,6 +74,7 @@ std::optional<Rollout> TrajEnvManager::play_episode(int64_t episode_id, int64_t 
   nlohmann::json metrics = turn_metrics(turns);
   metrics["env/response_length"] = nlohmann::json::array({static_cast<double>(response_tokens)});
   b.meta["metrics"] = metrics;
+  attach_render(b, episode_id, turns, observation);
   return make_rollout(std::move(b), episode_id, start_step);
 }
 

@@ -11,7 +11,9 @@ class TrajEnvManager : public EnvManager {
   TrajEnvManager(EnvManagerOptions options, const model::Tokenizer& tokenizer,
                  const model::ChatTemplate& chat_template, LlmClient& llm, EpisodeSource& episodes);
 
-  std::optional<Rollout> play_episode(int64_t episode_id, int64_t start_step) override;
+
+ protected:
+  std::optional<Rollout> play(int64_t episode_id, int64_t start_step) override;
 
  private:
   std::vector<int32_t> end_of_turn_;  // the conversation-end token(s)

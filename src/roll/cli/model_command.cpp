@@ -28,6 +28,15 @@ void register_model(CLI::App& app) {
   init->add_flag("!--untied", opts->tie_word_embeddings, "Separate lm_head weights (default: tied)");
   init->add_option("--tokenizer-dir", opts->tokenizer_dir,
                    "Directory with tokenizer.json and tokenizer_config.json (default: third_party/assets/qwen3)");
+  init->add_option("--vocab", opts->vocab,
+                   "Keep only the tokenizer's first N byte-level BPE ids (>= 256; special tokens follow); "
+                   "0: the full vocabulary")
+      ->capture_default_str();
+  init->add_option("--hidden-size", opts->hidden_size, "Override the preset's hidden size");
+  init->add_option("--layers", opts->num_layers, "Override the preset's layer count");
+  init->add_option("--intermediate-size", opts->intermediate_size, "Override the preset's MLP size");
+  init->add_option("--heads", opts->num_heads, "Override the preset's attention heads");
+  init->add_option("--kv-heads", opts->num_kv_heads, "Override the preset's key/value heads");
   init->callback([opts] {
     try {
       at::set_num_threads(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));

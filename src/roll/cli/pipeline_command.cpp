@@ -24,6 +24,7 @@ namespace {
 struct PipelineCliOptions {
   ConfigOptions config;
   bool quiet_workers = false;
+  bool eval_only = false;
 };
 
 int run_pipeline(config::PipelineKind kind, const PipelineCliOptions& o) {
@@ -34,6 +35,7 @@ int run_pipeline(config::PipelineKind kind, const PipelineCliOptions& o) {
   pipeline::PipelineOptions po;
   po.worker_executable = std::filesystem::read_symlink("/proc/self/exe").string();
   po.forward_worker_output = !o.quiet_workers;
+  po.eval_only = o.eval_only;
   switch (kind) {
     case config::PipelineKind::rlvr: return pipeline::RlvrPipeline(std::move(loaded), req, po).run();
     case config::PipelineKind::agentic: return pipeline::AgenticPipeline(std::move(loaded), req, po).run();
@@ -47,6 +49,9 @@ void add_pipeline_command(CLI::App& app, const char* name, config::PipelineKind 
   auto* cmd = app.add_subcommand(name, help);
   add_config_options(*cmd, opts->config);
   cmd->add_flag("--quiet-workers", opts->quiet_workers, "Do not copy worker output to this terminal (it stays in the log files)");
+  if (kind != config::PipelineKind::sft)
+    cmd->add_flag("--eval-only", opts->eval_only,
+                  "Validate the model at `pretrain` once (metrics val/* and eval/*) and stop; no training");
   cmd->callback([opts, kind] {
     try {
       set_exit_code(run_pipeline(kind, *opts));

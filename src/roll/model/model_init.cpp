@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "roll/core/error.h"
+#include "roll/model/tokenizer_trim.h"
 #include "roll/model/transformer.h"
 
 namespace fs = std::filesystem;
@@ -75,6 +76,15 @@ std::string default_tokenizer_dir() {
 int64_t init_model_dir(const ModelInitOptions& o) {
   if (o.out_dir.empty()) throw Error("model init needs an output directory (--out)");
   ModelConfig c = preset_config(o.preset, o.arch);
+  if (o.hidden_size > 0) c.hidden_size = o.hidden_size;
+  if (o.num_layers > 0) c.num_hidden_layers = o.num_layers;
+  if (o.intermediate_size > 0) c.intermediate_size = o.intermediate_size;
+  if (o.num_heads > 0) c.num_attention_heads = o.num_heads;
+  if (o.num_kv_heads > 0) c.num_key_value_heads = o.num_kv_heads;
+  if (c.hidden_size % c.num_attention_heads != 0 || c.num_attention_heads % c.num_key_value_heads != 0)
+    throw Error(fmt::format("hidden size {} must divide by the {} heads, and the heads by the {} kv heads",
+                            c.hidden_size, c.num_attention_heads, c.num_key_value_heads));
+  c.head_dim = c.hidden_size / c.num_attention_heads;
   c.tie_word_embeddings = o.tie_word_embeddings;
   const std::string tok_dir = o.tokenizer_dir.empty() ? default_tokenizer_dir() : o.tokenizer_dir;
   const fs::path tok_json = fs::path(tok_dir) / "tokenizer.json";
@@ -86,6 +96,12 @@ int64_t init_model_dir(const ModelInitOptions& o) {
                               p.string()));
   nlohmann::json tokenizer = nlohmann::json::parse(std::ifstream(tok_json));
   nlohmann::json tcfg = nlohmann::json::parse(std::ifstream(tok_cfg));
+  if (o.vocab > 0) {
+    TrimmedTokenizer t = trim_tokenizer(tokenizer, tcfg, o.vocab);
+    tokenizer = std::move(t.tokenizer);
+    tcfg = std::move(t.tokenizer_config);
+    c.vocab_size = t.vocab_size;
+  }
   auto eos = added_token_id(tokenizer, token_name(tcfg, "eos_token"));
   auto pad = added_token_id(tokenizer, token_name(tcfg, "pad_token"));
   auto endoftext = added_token_id(tokenizer, "<|endoftext|>");
@@ -101,8 +117,13 @@ int64_t init_model_dir(const ModelInitOptions& o) {
   const fs::path tmp = out.string() + ".tmp-init";
   fs::remove_all(tmp);
   model->save(tmp.string());
-  fs::copy_file(tok_json, tmp / "tokenizer.json", fs::copy_options::overwrite_existing);
-  fs::copy_file(tok_cfg, tmp / "tokenizer_config.json", fs::copy_options::overwrite_existing);
+  if (o.vocab > 0) {
+    std::ofstream(tmp / "tokenizer.json") << tokenizer.dump();
+    std::ofstream(tmp / "tokenizer_config.json") << tcfg.dump(2);
+  } else {
+    fs::copy_file(tok_json, tmp / "tokenizer.json", fs::copy_options::overwrite_existing);
+    fs::copy_file(tok_cfg, tmp / "tokenizer_config.json", fs::copy_options::overwrite_existing);
+  }
   GenerationConfig g;
   if (eos) g.eos_token_ids.push_back(*eos);
   if (endoftext && endoftext != eos) g.eos_token_ids.push_back(*endoftext);

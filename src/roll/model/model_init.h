@@ -17,6 +17,9 @@ struct ModelInitOptions {
   std::string dtype = "fp32";  // fp32 | bf16 (stored dtype)
   bool tie_word_embeddings = true;
   std::string tokenizer_dir;  // default: the assets installed by scripts/setup
+  int64_t vocab = 0;          // > 0: keep the tokenizer's first `vocab` BPE ids (tokenizer_trim.h)
+  // > 0: override the preset's sizes (head_dim follows hidden_size / heads).
+  int64_t hidden_size = 0, num_layers = 0, intermediate_size = 0, num_heads = 0, num_kv_heads = 0;
 };
 
 // The architecture sizes of a preset (vocab = the full Qwen vocabulary, 151936).

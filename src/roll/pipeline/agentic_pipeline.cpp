@@ -3,11 +3,16 @@
 #include <ATen/ATen.h>
 #include <fmt/format.h>
 
+#include <ctime>
+#include <filesystem>
+#include <fstream>
 #include <thread>
 
 #include "roll/agentic/group_queue.h"
+#include "roll/config/schema.h"
 #include "roll/core/error.h"
 #include "roll/core/log.h"
+#include "roll/pipeline/agentic_rewards.h"
 #include "roll/pipeline/batch_adjust.h"
 #include "roll/pipeline/rlvr_metrics.h"
 #include "roll/pipeline/rollout_batch.h"
@@ -71,21 +76,39 @@ Batch rollouts_batch(const std::vector<agentic::Rollout>& rollouts, rl::MetricMa
   return concat_domains(std::move(parts));
 }
 
-std::vector<std::string> string_column(const Batch& b, const std::string& key) {
-  std::vector<std::string> out;
-  for (int64_t i = 0; i < b.size(); ++i) {
-    const Cell& c = b.cell(key, i);
-    out.push_back(c.is_string() ? c.get<std::string>() : c.dump());
-  }
-  return out;
-}
-
 void add_stats(Metrics& m, const std::string& prefix, const at::Tensor& x) {
   if (x.numel() == 0) return;
   at::Tensor f = x.to(at::kDouble);
   m[prefix + "/mean"] = f.mean().item<double>();
   m[prefix + "/max"] = f.max().item<double>();
   m[prefix + "/min"] = f.min().item<double>();
+}
+
+// render_save_dir/<exp_name>/<start time>, as ROLL's AgenticConfig appends them.
+std::string render_root(const config::PipelineConfig& c) {
+  const std::time_t now = std::time(nullptr);
+  std::tm local{};
+  localtime_r(&now, &local);
+  char stamp[32];
+  std::strftime(stamp, sizeof(stamp), "%Y%m%d-%H%M%S", &local);
+  return fmt::format("{}/{}/{}", *c.render_save_dir, c.exp_name.value_or("roll"), stamp);
+}
+
+// Each val episode's text (meta.render, EnvManager::attach_render) as
+// <root>/<step>/<env_id>_<tag>_<episode_id>_<score:.1f>.txt: ROLL's gif name plus the episode id,
+// since an env may play several val episodes of one step.
+void dump_renders(const std::string& root, int64_t step, const std::vector<agentic::Rollout>& rollouts) {
+  const std::filesystem::path dir = std::filesystem::path(root) / std::to_string(step);
+  std::filesystem::create_directories(dir);
+  for (const auto& r : rollouts) {
+    if (!r.data || !r.data->meta.contains("render")) continue;
+    const std::string tag = r.data->cell("tags", 0).get<std::string>();
+    const double score = r.data->cell("episode_scores", 0).get<double>();
+    const std::filesystem::path file = dir / fmt::format("{}_{}_{}_{:.1f}.txt", r.env_id, tag, r.episode_id, score);
+    std::ofstream out(file);
+    out << r.data->meta["render"].get<std::string>();
+    if (!out) throw Error("render_save_dir: cannot write " + file.string());
+  }
 }
 
 }  // namespace
@@ -97,6 +120,7 @@ struct AgenticPipeline::Impl {
   std::unique_ptr<agentic::GroupQueueManager> train_queue;
   std::optional<rl::KlController> kl;
   bool train_rollout_started = false;
+  std::string render_dir;  // empty: no render_save_dir
 };
 
 AgenticPipeline::AgenticPipeline(config::LoadedConfig loaded, config::LoadRequest request, PipelineOptions options)
@@ -134,6 +158,28 @@ void AgenticPipeline::on_started() {
   impl_->val_router_service.start();
   impl_->train_queue_service.start();
   impl_->kl = rl::KlController::from_config(c.init_kl_coef, c.target_kl, c.kl_horizon);
+  if (c.render_save_dir) impl_->render_dir = render_root(c);
+}
+
+// What decides the later steps besides the trained weights (exact resume, docs/agentic.md): the
+// train queue's episode ids (they seed the maps and, with the hand-out slot, the sampling) and the
+// adaptive KL coefficient. Everything else is a function of the step (batch adjust) or of the
+// episode (env seeds, request seeds).
+nlohmann::json AgenticPipeline::state_kv() const {
+  return {{"agentic_rollout_state", {{"train_queue", impl_->train_queue->state()}, {"kl_coef", impl_->kl->value()}}}};
+}
+
+void AgenticPipeline::restore_kv(const nlohmann::json& kv) {
+  const auto& c = config();
+  if (!kv.contains("agentic_rollout_state")) {
+    log::warn("resume: the checkpoint has no agentic_rollout_state (written before exact resume): the train "
+              "queue starts its episode ids at 0, so the resumed steps play other episodes than the first run");
+    return;
+  }
+  const auto& st = kv["agentic_rollout_state"];
+  impl_->train_queue->restore(st.at("train_queue"));
+  if (impl_->kl->adaptive())
+    impl_->kl = rl::KlController::adaptive(st.at("kl_coef").get<double>(), *c.target_kl, c.kl_horizon);
 }
 
 bool AgenticPipeline::has_validation() const { return const_cast<AgenticPipeline*>(this)->find_cluster("val_env"); }
@@ -156,6 +202,7 @@ Metrics AgenticPipeline::validate(int64_t step) {
   auto rollouts = queue.get_batch(-1, step, static_cast<double>(c.rpc_timeout));
   envs.call("stop_rollout", runtime::Dispatch::one_to_all).get_all();
   if (!rollouts) throw Error("validation: the val env workers did not finish within rpc_timeout");
+  if (!impl_->render_dir.empty()) dump_renders(impl_->render_dir, step, *rollouts);
   rl::MetricMap env;
   Batch b = rollouts_batch(*rollouts, env);
   Metrics m;
@@ -199,6 +246,7 @@ Metrics AgenticPipeline::run_step(int64_t step) {
   Batch batch = rollouts_batch(*rollouts, env);
   for (auto& [k, v] : env.reduce()) m[k] = v;
   m["time/step_rollout"] = seconds_since(t0);
+  add_step_returns(batch, c);  // gigpo / step_reinforce: before batch adjust copies or drops rows
   // Whole micro-batches on every rank (spec 6.5).
   AdjustedBatch adjusted = adjust_batch(batch, batch_divisor(c, plan_), c.batch_adjust_mode,
                                         static_cast<uint64_t>(c.seed) * 7919u + static_cast<uint64_t>(step));
@@ -215,20 +263,7 @@ Metrics AgenticPipeline::run_step(int64_t step) {
   t0 = std::chrono::steady_clock::now();
   const at::Tensor resp = batch.tensor("response_mask").slice(1, 1).to(at::kFloat);
   rl::SampleMaskResult mask = rl::agentic_response_level_mask(resp);
-  rl::AgenticRewardParams rp;
-  rp.adv_estimator = rl::parse_adv_estimator(c.adv_estimator);
-  rp.reward_normalization.grouping = c.reward_normalization.grouping;
-  rp.reward_normalization.method = c.reward_normalization.method;
-  if (c.reward_normalization.norm_mean_type) rp.reward_normalization.norm_mean_type = rl::parse_norm_type(*c.reward_normalization.norm_mean_type);
-  if (c.reward_normalization.norm_std_type) rp.reward_normalization.norm_std_type = rl::parse_norm_type(*c.reward_normalization.norm_std_type);
-  rp.episode_reward_weight = c.episode_reward_weight;
-  rp.step_reward_weight = c.step_reward_weight;
-  rp.reward_clip = c.reward_clip;
-  rl::AgenticRewardInputs ri;
-  ri.scores = batch.tensor("scores");
-  for (const char* key : {"traj_group_id", "tags", "traj_id"})
-    if (batch.has_column(key)) ri.columns[key] = string_column(batch, key);
-  rl::AgenticRewardResult rewards = rl::compute_response_level_rewards(ri, rp);
+  rl::AgenticRewardResult rewards = agentic_response_rewards(batch, c);
   rl::MetricMap shaped = mask.metrics;
   shaped.merge(rewards.metrics);
   shaped.merge(token_rewards_and_advantages(batch, rewards.response_level_rewards, resp, c, *im.kl));
@@ -246,6 +281,8 @@ Metrics AgenticPipeline::run_step(int64_t step) {
   const at::Tensor score = batch.tensor("scores").sum(1);
   add_stats(m, "critic/score", score);
   add_stats(m, "critic/rewards", rewards.response_level_rewards);
+  if (rewards.episode_rewards_norm.defined()) add_stats(m, "critic/episode_rewards_norm", rewards.episode_rewards_norm);
+  if (rewards.step_rewards_norm.defined()) add_stats(m, "critic/step_rewards_norm", rewards.step_rewards_norm);
   add_stats(m, "critic/advantages", (batch.tensor("advantages") * resp).sum(1) / resp.sum(1).clamp_min(1));
   add_stats(m, "tokens/response_length", batch.tensor("response_mask").sum(1));
   add_stats(m, "tokens/prompt_length", batch.tensor("prompt_mask").sum(1));

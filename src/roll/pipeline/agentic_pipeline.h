@@ -3,7 +3,9 @@
 // against actor_infer through the env-affinity router; the driver hosts the router and the
 // GroupQueueManager as services and takes complete groups each step; then log-probs, response-level
 // reward normalisation (reward_normalization.grouping), token rewards, advantages and train_step.
-// Validation plays val_batch_size episodes on the val_env fleet every eval_steps.
+// Validation plays val_batch_size episodes on the val_env fleet every eval_steps (and dumps them
+// as text under render_save_dir when set). A checkpoint keeps the train queue's episode counters
+// and the adaptive KL coefficient, so a resumed run plays the episodes an uninterrupted one would.
 #include <memory>
 
 #include "roll/pipeline/pipeline_base.h"
@@ -21,6 +23,8 @@ class AgenticPipeline : public PipelineBase {
   bool has_validation() const override;
   void on_started() override;
   void on_finished() override;
+  nlohmann::json state_kv() const override;
+  void restore_kv(const nlohmann::json& kv) override;
 
  private:
   struct Impl;

@@ -242,11 +242,53 @@ void PipelineBase::resume(const std::string& dir) {
   log::info("resumed from {} ({}): continuing at step {}", dir, name, start_step_);
 }
 
+std::map<std::string, double> eval_metric_names(const std::map<std::string, double>& val) {
+  std::map<std::string, double> out;
+  auto ends_with = [](const std::string& s, const std::string& suffix) {
+    return s.size() > suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+  };
+  for (const auto& [k, v] : val) {
+    if (k.rfind("val/env/", 0) == 0 && ends_with(k, "/success")) {
+      const std::string tag = k.substr(8, k.size() - 8 - 8);
+      if (!tag.empty() && tag.find('/') == std::string::npos) out["eval/" + tag + "/success"] = v;
+    } else if (k.rfind("val_correct/", 0) == 0 && ends_with(k, "/mean")) {
+      out["eval/" + k.substr(12, k.size() - 12 - 5) + "/accuracy"] = v;
+    } else if (k.rfind("val/", 0) == 0 && ends_with(k, "/score/mean")) {
+      const std::string tag = k.substr(4, k.size() - 4 - 11);
+      if (!tag.empty() && tag.find('/') == std::string::npos) out["eval/" + tag + "/score"] = v;
+    }
+  }
+  return out;
+}
+
+int PipelineBase::run_eval_only() {
+  const auto& c = config();
+  if (!has_validation())
+    throw ConfigError(c.kind == config::PipelineKind::agentic ? "val_env_manager" : "validation",
+                      "--eval-only needs validation in the config (val_env_manager for agentic, validation for rlvr)");
+  log::info("evaluation only: validating {} once", c.pretrain.value_or("the actor model"));
+  const auto t0 = std::chrono::steady_clock::now();
+  Metrics m = validate(0);
+  for (auto& [k, v] : eval_metric_names(m)) m[k] = v;
+  m["time/val_step"] = seconds_since(t0);
+  m["system/step"] = 0;
+  nlohmann::json record(m);
+  history_.push_back(record);
+  tracker_->log(0, record);
+  log::info("eval metrics: {}", nlohmann::json(eval_metric_names(m)).dump());
+  on_finished();
+  tracker_->finish();
+  runtime_->shutdown();
+  log::info("evaluation complete!");
+  return 0;
+}
+
 int PipelineBase::run() {
   const auto& c = config();
   tracker_ = track::make_tracker(c);
   start_clusters();
   on_started();
+  if (options_.eval_only) return run_eval_only();
   std::string resume_value;
   if (c.resume_from_checkpoint && c.resume_from_checkpoint->is_scalar()) resume_value = c.resume_from_checkpoint->text();
   if (auto dir = find_resume_checkpoint(resume_value, c.output_dir)) resume(*dir);

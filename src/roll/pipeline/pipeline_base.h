@@ -31,7 +31,15 @@ using Metrics = std::map<std::string, double>;
 struct PipelineOptions {
   std::string worker_executable;  // `roll` (its `worker` subcommand hosts the roles)
   bool forward_worker_output = true;
+  // Validation only (`--eval-only`): start the workers, validate the model at `pretrain` once,
+  // log the val metrics and their eval/ names (eval_metric_names) as step 0, stop. No training.
+  bool eval_only = false;
 };
+
+// The headline eval/ names of validation metrics, for evaluation runs and the demo's table:
+// val/env/<tag>/success -> eval/<tag>/success, val_correct/<tag>/mean -> eval/<tag>/accuracy,
+// val/<tag>/score/mean -> eval/<tag>/score.
+std::map<std::string, double> eval_metric_names(const std::map<std::string, double>& val_metrics);
 
 class PipelineBase {
  public:
@@ -86,6 +94,7 @@ class PipelineBase {
 
  private:
   void start_clusters();
+  int run_eval_only();
   void setup_model_update();
   Metrics checkpoint(int64_t step);
   void resume(const std::string& dir);

@@ -64,6 +64,7 @@ std::vector<nlohmann::ordered_json> arithmetic_rows(const SyntheticDataOptions& 
     row["id"] = fmt::format("arithmetic-{}-{}-{}", o.split, o.seed, rows.size());
     row["messages"] = nlohmann::ordered_json::array(
         {{{"role", "user"}, {"content", question + " Put your final answer within \\boxed{}."}}});
+    if (o.with_answer) row["messages"].push_back({{"role", "assistant"}, {"content", fmt::format("\\boxed{{{}}}", answer)}});
     row["ground_truth"] = std::to_string(answer);
     row["tag"] = "arithmetic";
     row["domain"] = "math_rule";

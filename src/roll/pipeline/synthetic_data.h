@@ -25,6 +25,7 @@ struct SyntheticDataOptions {
   int64_t n = 100;
   std::string split = "train";  // train | test
   int digits = 2;               // arithmetic: operands of 1..digits digits (1..9)
+  bool with_answer = false;     // arithmetic: add the assistant turn "\boxed{answer}" (SFT rows)
 };
 
 // roll::Error on a split other than train/test or a negative n.

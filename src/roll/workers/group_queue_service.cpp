@@ -17,7 +17,8 @@ int64_t int_arg(const nlohmann::json& args, const char* method, const char* key)
 
 runtime::Payload rollout_to_payload(const agentic::Rollout& r) {
   nlohmann::json ids = {
-      {"group_id", r.group_id}, {"episode_id", r.episode_id}, {"env_id", r.env_id}, {"start_step", r.start_step}};
+      {"group_id", r.group_id}, {"episode_id", r.episode_id}, {"env_id", r.env_id}, {"start_step", r.start_step},
+      {"slot", r.slot}};
   if (r.data) return runtime::Payload(std::move(ids), *r.data);
   return runtime::Payload(std::move(ids));
 }
@@ -28,6 +29,7 @@ agentic::Rollout rollout_from_payload(runtime::Payload p) {
   r.episode_id = int_arg(p.args, "put", "episode_id");
   r.env_id = int_arg(p.args, "put", "env_id");
   r.start_step = int_arg(p.args, "put", "start_step");
+  r.slot = int_arg(p.args, "put", "slot");
   if (p.batch) r.data = std::make_shared<const Batch>(std::move(*p.batch));
   return r;
 }
@@ -43,7 +45,9 @@ void bind_group_queue(runtime::RpcServer& server, agentic::GroupQueueManager& qu
         auto shared = std::make_shared<Responder>(std::move(reply));
         try {
           queue.get_episode_async(group_id, env_id, [shared](std::optional<agentic::GroupQueueManager::Episode> ep) {
-            if (ep) shared->ok(Payload(nlohmann::json{{"episode_id", ep->episode_id}, {"start_step", ep->start_step}}));
+            if (ep)
+              shared->ok(Payload(nlohmann::json{
+                  {"episode_id", ep->episode_id}, {"start_step", ep->start_step}, {"slot", ep->slot}}));
             else shared->ok(Payload(nlohmann::json{{"episode_id", nullptr}}));
           });
         } catch (const std::exception& e) {

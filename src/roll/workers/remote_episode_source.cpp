@@ -38,7 +38,8 @@ std::optional<agentic::GroupQueueManager::Episode> RemoteEpisodeSource::get_epis
                           answer->error = error;
                         } else if (!result->args.value("episode_id", nlohmann::json()).is_null()) {
                           answer->episode = agentic::GroupQueueManager::Episode{
-                              result->args["episode_id"].get<int64_t>(), result->args.at("start_step").get<int64_t>()};
+                              result->args["episode_id"].get<int64_t>(), result->args.at("start_step").get<int64_t>(),
+                              result->args.at("slot").get<int64_t>()};
                         }
                         cv_.notify_all();
                       });

@@ -1,0 +1,98 @@
+# The learning part of scripts/demo (issue #10, docs/demo.md): SFT warm start -> greedy eval ->
+# GRPO -> greedy eval, for FrozenLake (roll agentic) and arithmetic (roll rlvr), in $demo.
+# Sourced by scripts/demo; needs $rollabs (the roll binary), $demo (an empty folder), $ROLL_ROOT.
+# Writes $demo/phases.tsv: phase, wall seconds; $demo/results.tsv: task, metric, before, after, steps.
+
+demo_examples="$ROLL_ROOT/examples/demo"
+
+# run_phase NAME CMD...: runs CMD with its output in $demo/NAME.log, records the wall time.
+run_phase() {
+  local name="$1" start
+  shift
+  start="$(now)"
+  log "$name: $*"
+  "$@" >"$demo/$name.log" 2>&1 || { tail -30 "$demo/$name.log"; die "$name failed (log: $demo/$name.log)"; }
+  printf '%s\t%s\n' "$name" "$(elapsed "$start")" >>"$demo/phases.tsv"
+}
+
+# eval_metric DIR KEY: the value of KEY in the (newest) metrics.jsonl under the eval run's DIR.
+eval_metric() {
+  /usr/bin/python3 - "$1" "$2" <<'PY'
+import glob, json, sys
+files = sorted(glob.glob(f"{sys.argv[1]}/**/metrics.jsonl", recursive=True))
+if not files:
+    sys.exit(f"no metrics.jsonl under {sys.argv[1]}")
+value = json.loads(open(files[-1]).readline())["metrics"][sys.argv[2]]
+print(f"{value:.4f}")
+PY
+}
+
+# last_checkpoint DIR: the highest-numbered checkpoint-N folder in DIR.
+last_checkpoint() {
+  local dir="$1"
+  find "$dir" -maxdepth 1 -type d -name 'checkpoint-*' | awk -F- '{ print $NF "\t" $0 }' | sort -n | tail -1 | cut -f2
+}
+
+demo_frozen_lake() {
+  local cfg=(--config_path "$demo_examples")
+  run_phase fl-init "$rollabs" model init --preset tiny --hidden-size 128 --layers 4 --intermediate-size 512 \
+    --heads 4 --kv-heads 2 --vocab 256 --seed 1 --out output/demo/models/frozen-lake-init
+  run_phase fl-data sh -c "'$rollabs' data expert ${cfg[*]} --config_name frozen_lake_grpo --seed 1 --n 9000 \
+      --noise 0.1 --out output/demo/data/frozen_lake_sft_train.jsonl &&
+    '$rollabs' data expert ${cfg[*]} --config_name frozen_lake_grpo --seed 2 --n 64 --noise 0 \
+      --out output/demo/data/frozen_lake_sft_val.jsonl"
+  run_phase fl-sft "$rollabs" sft "${cfg[@]}" --config_name frozen_lake_sft --quiet-workers
+  local sft
+  sft="$(last_checkpoint output/demo/frozen-lake-sft/sft_train)"
+  run_phase fl-eval-sft "$rollabs" agentic "${cfg[@]}" --config_name frozen_lake_grpo --eval-only --quiet-workers \
+    pretrain="$sft" output_dir=output/demo/fl-eval-sft
+  run_phase fl-grpo "$rollabs" agentic "${cfg[@]}" --config_name frozen_lake_grpo --quiet-workers pretrain="$sft"
+  local rl
+  rl="$(last_checkpoint output/demo/frozen-lake-grpo/actor_train)"
+  run_phase fl-eval-rl "$rollabs" agentic "${cfg[@]}" --config_name frozen_lake_grpo --eval-only --quiet-workers \
+    pretrain="$rl" output_dir=output/demo/fl-eval-rl
+  printf 'FrozenLake\teval/FrozenLake/success\t%s\t%s\t%s\n' "$(eval_metric output/demo/fl-eval-sft eval/FrozenLake/success)" \
+    "$(eval_metric output/demo/fl-eval-rl eval/FrozenLake/success)" "${rl##*-}" >>"$demo/results.tsv"
+}
+
+demo_arithmetic() {
+  local cfg=(--config_path "$demo_examples")
+  run_phase ar-init "$rollabs" model init --preset tiny --hidden-size 128 --layers 4 --intermediate-size 512 \
+    --heads 4 --kv-heads 2 --vocab 1024 --seed 1 --out output/demo/models/arithmetic-init
+  local d=output/demo/data
+  run_phase ar-data sh -c "'$rollabs' data arithmetic --digits 1 --seed 1 --n 246 --split train --out $d/arithmetic_train.jsonl &&
+    '$rollabs' data arithmetic --digits 1 --seed 1 --n 54 --split test --out $d/arithmetic_test.jsonl &&
+    '$rollabs' data arithmetic --digits 1 --seed 1 --n 246 --split train --with-answer --out $d/arithmetic_sft_train.jsonl &&
+    '$rollabs' data arithmetic --digits 1 --seed 1 --n 54 --split test --with-answer --out $d/arithmetic_sft_test.jsonl"
+  run_phase ar-sft "$rollabs" sft "${cfg[@]}" --config_name arithmetic_sft --quiet-workers
+  local sft
+  sft="$(last_checkpoint output/demo/arithmetic-sft/sft_train)"
+  run_phase ar-eval-sft "$rollabs" rlvr "${cfg[@]}" --config_name arithmetic_grpo --eval-only --quiet-workers \
+    pretrain="$sft" output_dir=output/demo/ar-eval-sft
+  run_phase ar-grpo "$rollabs" rlvr "${cfg[@]}" --config_name arithmetic_grpo --quiet-workers pretrain="$sft"
+  local rl
+  rl="$(last_checkpoint output/demo/arithmetic-grpo/actor_train)"
+  run_phase ar-eval-rl "$rollabs" rlvr "${cfg[@]}" --config_name arithmetic_grpo --eval-only --quiet-workers \
+    pretrain="$rl" output_dir=output/demo/ar-eval-rl
+  printf 'arithmetic\teval/arithmetic/accuracy\t%s\t%s\t%s\n' \
+    "$(eval_metric output/demo/ar-eval-sft eval/arithmetic/accuracy)" \
+    "$(eval_metric output/demo/ar-eval-rl eval/arithmetic/accuracy)" "${rl##*-}" >>"$demo/results.tsv"
+}
+
+demo_print_results() {
+  /usr/bin/python3 - "$demo" <<'PY'
+import sys
+demo = sys.argv[1]
+print(f"\n{'task':<12} {'metric':<30} {'SFT (before)':>12} {'RL (after)':>12} {'RL steps':>9}")
+for line in open(f"{demo}/results.tsv"):
+    task, metric, before, after, steps = line.rstrip("\n").split("\t")
+    print(f"{task:<12} {metric:<30} {float(before):>12.3f} {float(after):>12.3f} {int(steps) + 1:>9}")
+print(f"\n{'phase':<16} {'wall s':>8}")
+total = 0.0
+for line in open(f"{demo}/phases.tsv"):
+    name, secs = line.split("\t")
+    total += float(secs)
+    print(f"{name:<16} {float(secs):>8.1f}")
+print(f"{'total':<16} {total:>8.1f}")
+PY
+}

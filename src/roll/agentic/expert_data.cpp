@@ -1,0 +1,53 @@
+#include "roll/agentic/expert_data.h"
+
+#include <fmt/format.h>
+
+#include "roll/agentic/env.h"
+#include "roll/agentic/env_rng.h"
+#include "roll/agentic/expert_policy.h"
+#include "roll/core/error.h"
+
+namespace roll::agentic {
+
+std::vector<nlohmann::ordered_json> expert_conversations(const EnvSpec& spec, const ExpertDataOptions& o) {
+  if (!(o.noise >= 0.0 && o.noise <= 1.0)) throw Error(fmt::format("expert data: noise {} is not in [0, 1]", o.noise));
+  auto env = make_env(spec.env_type, spec.env_config);
+  const auto names = action_names(*env);
+  if (names.empty()) throw Error(fmt::format("expert data: env_type '{}' ({}) has no expert policy", spec.env_type, spec.tag));
+  EnvRng rng(o.seed * 0x9E3779B97F4A7C15ull + 17);
+  std::vector<nlohmann::ordered_json> rows;
+  rows.reserve(static_cast<size_t>(std::max<int64_t>(0, o.n)));
+  for (int64_t i = 0; i < o.n; ++i) {
+    const uint64_t episode_seed = (uint64_t{1} << 40) + (o.seed << 24) + static_cast<uint64_t>(i);
+    const EnvReset reset = env->reset(episode_seed);
+    nlohmann::ordered_json messages = nlohmann::ordered_json::array();
+    std::string observation = reset.observation;
+    bool success = false;
+    int64_t turns = 0, random_actions = 0;
+    for (int64_t step = 0; step < spec.max_steps; ++step) {
+      for (auto& m : traj_turn_messages(spec, step, observation, reset.info)) messages.push_back(std::move(m));
+      std::optional<std::string> action;
+      if (rng.uniform() >= o.noise) action = expert_action(*env);
+      if (!action) {  // noise, or a state the expert cannot solve
+        action = names[rng.below(names.size())];
+        ++random_actions;
+      }
+      const std::string response = "<answer>" + *action + "</answer>";
+      messages.push_back({{"role", "assistant"}, {"content", response}});
+      const EnvStep st = env->step(response);
+      ++turns;
+      observation = st.observation;
+      success = st.info.contains("metrics") && st.info["metrics"].value("success", false);
+      if (st.terminated) break;
+    }
+    rows.push_back({{"messages", std::move(messages)},
+                    {"tag", spec.tag},
+                    {"episode_seed", episode_seed},
+                    {"success", success},
+                    {"turns", turns},
+                    {"random_actions", random_actions}});
+  }
+  return rows;
+}
+
+}  // namespace roll::agentic

@@ -1,0 +1,28 @@
+#pragma once
+// Expert conversations for the SFT warm start (issue #10, docs/demo.md): episodes of a custom_envs
+// entry played by the breadth-first-search expert (expert_policy.h) with a fixed fraction of
+// uniformly random actions, rendered with the same messages TrajEnvManager sends the policy
+// (traj_turn_messages), each assistant turn "<answer>ACTION</answer>". One JSON row per episode:
+//   {"messages": [...], "tag", "episode_seed", "success", "turns", "random_actions"}
+// which `roll sft` reads with data_args.messages: messages.
+#include <cstdint>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "roll/agentic/env_manager.h"
+
+namespace roll::agentic {
+
+struct ExpertDataOptions {
+  uint64_t seed = 0;
+  int64_t n = 1000;     // episodes
+  double noise = 0.0;   // probability that a turn takes a uniformly random action instead
+};
+
+// Episode seeds are 2^40 + seed * 2^24 + i: apart from every env fleet's seeds (below 2^32 plus
+// the episode count), so the pipelines' validation maps are not the expert's episodes. Throws
+// roll::Error for an env type without an expert or a noise outside [0, 1].
+std::vector<nlohmann::ordered_json> expert_conversations(const EnvSpec& spec, const ExpertDataOptions& options);
+
+}  // namespace roll::agentic

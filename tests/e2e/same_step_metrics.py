@@ -1,0 +1,37 @@
+"""Resume check of the e2e scripts: step STEP's non-timing metrics of two jsonl trackers agree.
+
+    same_step_metrics.py A.jsonl B.jsonl STEP [REQUIRED_KEY...]
+
+Every numeric metric of A's step except time/* and system/tps must be in B's step and agree within
+1e-6 (relative above 1); the REQUIRED_KEYs must be among them. Exit status 1 with the first
+mismatches otherwise.
+"""
+import json
+import sys
+
+
+def steps(path):
+    rows = [json.loads(line) for line in open(path)]
+    return {r["step"]: r["metrics"] for r in rows}
+
+
+def main():
+    a, b, step, required = steps(sys.argv[1]), steps(sys.argv[2]), int(sys.argv[3]), sys.argv[4:]
+    if step not in a or step not in b:
+        sys.exit("step %d missing: A has %s, B has %s" % (step, sorted(a), sorted(b)))
+    bad, compared = [], []
+    for k, v in a[step].items():
+        if k.startswith("time/") or k == "system/tps" or not isinstance(v, (int, float)):
+            continue
+        compared.append(k)
+        w = b[step].get(k)
+        if w is None or not abs(v - w) <= 1e-6 * max(1.0, abs(v)):
+            bad.append((k, v, w))
+    missing = [k for k in required if k not in compared]
+    if bad or missing:
+        sys.exit("step %d differs: %s; required but absent: %s" % (step, bad[:10], missing))
+    print("step %d reproduced (%d metrics)" % (step, len(compared)))
+
+
+if __name__ == "__main__":
+    main()
