@@ -2,7 +2,11 @@
 # E2E: `roll rlvr` with real worker processes on the math + code CPU config (issue "RLVR pipeline"):
 #   A  separate train/infer devices, 4 steps, checkpoints at 2 and 3, the metrics of spec 4.4;
 #   B  resume from checkpoint-2: step 3's non-timing metrics equal A's within 1e-6;
-#   C  train and infer colocated on the same devices (shared-memory weight sync), 2 steps.
+#   C  train and infer colocated on the same devices (shared-memory weight sync), 2 steps;
+#   D  the arithmetic config at generate_opt_level 1 (streaming, additional prompts) with a query
+#      filter, 2 steps: scheduler/query_filter_count and the per-domain scheduler counts;
+#   E  a query filter that drops every prompt of a 12-row domain (the tiny model scores 0): the
+#      step fails after one pass over the rows with the error naming the filter key.
 set -euo pipefail
 roll="$1"
 root="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -14,6 +18,7 @@ py=/usr/bin/python3
 
 "$roll" data arithmetic --seed 3 --n 300 --split train --out data/arith_train.jsonl >/dev/null
 "$roll" data code --seed 3 --n 100 --split train --out data/code_train.jsonl >/dev/null
+"$roll" data arithmetic --seed 3 --n 12 --split train --out data/arith_small.jsonl >/dev/null
 "$roll" data arithmetic --seed 3 --n 8 --split test --out data/arith_test.jsonl >/dev/null
 "$roll" model init --preset tiny --seed 5 --out output/models/tiny >/dev/null
 
@@ -70,4 +75,41 @@ echo "== C: colocated train and infer, 2 steps"
   'actor_train.device_mapping=list(range(0,2))' 'actor_infer.device_mapping=list(range(0,2))' > c.log 2>&1 \
   || { tail -40 c.log; exit 1; }
 grep -q "model update: 0 infer rank(s) by broadcast, 2 by shared memory" c.log
+
+streaming=(--config_path "$root/examples/cpu" --config_name rlvr_arithmetic --quiet-workers
+           pretrain=output/models/tiny generate_opt_level=1 rollout_batch_size=4 num_return_sequences_in_group=2
+           max_steps=2 save_steps=10 eval_steps=10 response_length=16
+           rewards.math_rule.query_filter_config.type=mean_filter)
+
+echo "== D: generate_opt_level 1 with a query filter and additional prompts, 2 steps"
+"$roll" rlvr "${streaming[@]}" output_dir=./outd exp_name=d is_use_additional_prompts=true \
+  max_additional_running_prompts=2 rewards.math_rule.query_filter_config.filter_args.threshold_up=0.5 > d.log 2>&1 \
+  || { tail -40 d.log; exit 1; }
+grep -q "query filter mean_filter(threshold_down=-1, threshold_up=0.5)" d.log
+d_metrics="$(find . -path "*/d/*" -name metrics.jsonl | head -1)"
+$py - "$d_metrics" <<'PY'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+assert [r["step"] for r in rows] == [0, 1], [r["step"] for r in rows]
+for r in rows:
+    m = r["metrics"]
+    # The tiny random model scores 0, so no prompt reaches the upper threshold: nothing is filtered,
+    # 4 prompts are collected, and at most 2 additional ones ran beside them.
+    assert m["scheduler/query_filter_count"] == 0, m
+    assert m["math_rule/scheduler/collect_query_count"] == 4, m
+    assert 4 <= m["math_rule/scheduler/query_use_count"] <= 4 + 2 + 2, m
+    assert m["math_rule/scheduler/aborted_query_count"] == m["math_rule/scheduler/query_use_count"] - 4, m
+    assert m["system/batch_size"] == 8, m
+print("D: opt level 1 ok")
+PY
+
+echo "== E: a filter no prompt passes"
+if "$roll" rlvr "${streaming[@]}" output_dir=./oute exp_name=e max_steps=1 \
+     'actor_train.data_args.file_name=[data/arith_small.jsonl]' \
+     rewards.math_rule.query_filter_config.filter_args.threshold_down=0 > e.log 2>&1; then
+  echo "E: the run should have failed"; tail -20 e.log; exit 1
+fi
+grep -q "only 0 of 4 prompts passed the query filter rewards.math_rule.query_filter_config" e.log \
+  || { tail -20 e.log; exit 1; }
+grep -q "after 12 prompts drawn in the step" e.log || { tail -20 e.log; exit 1; }
 echo "rlvr e2e: ok"

@@ -3,18 +3,19 @@
 #include <ATen/ATen.h>
 #include <fmt/format.h>
 
-#include <future>
+#include <algorithm>
 #include <optional>
 
 #include "roll/config/model_path.h"
 #include "roll/core/error.h"
 #include "roll/core/log.h"
-#include "roll/core/progress.h"
 #include "roll/engine/sampling_params.h"
 #include "roll/model/stop_tokens.h"
 #include "roll/model/tokenizer.h"
 #include "roll/pipeline/rlvr_data.h"
+#include "roll/pipeline/prompt_filter.h"
 #include "roll/pipeline/rlvr_metrics.h"
+#include "roll/pipeline/rlvr_rollout.h"
 #include "roll/pipeline/rollout_batch.h"
 #include "roll/rl/advantage.h"
 #include "roll/rl/data_metrics.h"
@@ -22,7 +23,6 @@
 #include "roll/rl/masks.h"
 #include "roll/rl/reward.h"
 #include "roll/runtime/rpc_client.h"
-#include "roll/workers/generate_protocol.h"
 #include "roll/workers/request_router.h"
 
 namespace roll::pipeline {
@@ -33,6 +33,10 @@ struct RlvrPipeline::Impl {
   std::optional<RlvrPromptData> data;
   std::vector<std::shared_ptr<runtime::RpcClient>> infer_ranks;
   std::unique_ptr<workers::RequestRouter> router;
+  std::map<std::string, DomainRolloutSpec> domain_specs;
+  // generate_opt_level 1: per domain, a client per reward rank and the next rank to use.
+  std::map<std::string, std::vector<std::shared_ptr<runtime::RpcClient>>> reward_ranks;
+  std::map<std::string, size_t> next_reward_rank;
   std::optional<rl::KlController> kl;
   rl::RunningMomentsMap running;
 };
@@ -55,8 +59,24 @@ void RlvrPipeline::on_started() {
   impl_->router = std::make_unique<workers::RequestRouter>(impl_->infer_ranks, workers::RouterKind::prompt_affinity,
                                                            c.max_running_requests);
   impl_->kl = rl::KlController::from_config(c.init_kl_coef, c.target_kl, c.kl_horizon);
-  for (const auto& d : impl_->data->domains())
-    log::info("domain {}: {} prompts, {} per step", d.domain, d.rows.size(), d.batch_size);
+  for (const auto& d : impl_->data->domains()) {
+    const std::string key = "rewards." + d.domain + ".query_filter_config";
+    auto reward = std::find_if(c.rewards.begin(), c.rewards.end(), [&](const auto& r) { return r.first == d.domain; });
+    if (reward == c.rewards.end())
+      throw ConfigError("rewards." + d.domain, "no rewards." + d.domain + " for the domain's prompts");
+    DomainRolloutSpec spec{d.domain, query_filter_params(reward->second.query_filter_config, key), key};
+    log::info("domain {}: {} prompts, {} per step, query filter {}", d.domain, d.rows.size(), d.batch_size,
+              describe(spec.filter));
+    impl_->domain_specs.emplace(d.domain, std::move(spec));
+    if (c.generate_opt_level != 1) continue;
+    auto& rc = cluster("reward-" + d.domain);
+    for (int r = 0; r < rc.world_size(); ++r)
+      impl_->reward_ranks[d.domain].push_back(std::make_shared<runtime::RpcClient>(rc.endpoint(r), rc.describe(r)));
+  }
+  log::info("RLVR generation: generate_opt_level {}{}", c.generate_opt_level,
+            c.generate_opt_level == 1 && c.is_use_additional_prompts
+                ? fmt::format(", up to {} additional prompts", c.max_additional_running_prompts)
+                : "");
 }
 
 bool RlvrPipeline::has_validation() const { return impl_->data && impl_->data->has_validation(); }
@@ -69,48 +89,6 @@ void RlvrPipeline::restore_kv(const nlohmann::json& kv) {
 
 namespace {
 
-// Sends every prompt of `prompts` (n samples each) through the router and waits for all.
-std::vector<GeneratedPrompt> generate(workers::RequestRouter& router, const Batch& prompts,
-                                      engine::SamplingParams params, int64_t sequence_length,
-                                      const std::string& rid_prefix, uint64_t seed_base,
-                                      std::chrono::milliseconds timeout) {
-  // Accessors, not per-element item(): a step reads B x prompt_length cells here.
-  const at::Tensor ids_t = prompts.tensor("input_ids").to(at::kLong).contiguous();
-  const at::Tensor mask_t = prompts.tensor("attention_mask").to(at::kLong).contiguous();
-  const auto ids = ids_t.accessor<int64_t, 2>();
-  const auto mask = mask_t.accessor<int64_t, 2>();
-  const int64_t B = prompts.size();
-  std::vector<GeneratedPrompt> out(static_cast<size_t>(B));
-  std::vector<std::future<nlohmann::json>> answers;
-  for (int64_t i = 0; i < B; ++i) {
-    auto& g = out[static_cast<size_t>(i)];
-    for (int64_t t = 0; t < ids.size(1); ++t)
-      if (mask[i][t] != 0) g.prompt.push_back(static_cast<int32_t>(ids[i][t]));
-    engine::SamplingParams p = params;
-    p.max_new_tokens = std::max<int64_t>(1, std::min<int64_t>(p.max_new_tokens, sequence_length - static_cast<int64_t>(g.prompt.size())));
-    p.seed = seed_base + static_cast<uint64_t>(i);
-    const std::string rid = fmt::format("{}-{}", rid_prefix, i);
-    nlohmann::json req = {{"rid", rid}, {"input_ids", g.prompt}, {"sampling_params", workers::sampling_params_to_json(p)}};
-    auto promise = std::make_shared<std::promise<nlohmann::json>>();
-    answers.push_back(promise->get_future());
-    router.generate(std::move(req), rid, [promise, rid](const nlohmann::json* o, const std::string& err) {
-      if (o) promise->set_value(*o);
-      else promise->set_exception(std::make_exception_ptr(Error("generation of " + rid + " failed: " + err)));
-    });
-  }
-  auto progress = make_progress();
-  progress->start("rollout " + rid_prefix, B, "prompt");
-  for (int64_t i = 0; i < B; ++i) {
-    if (answers[i].wait_for(timeout) != std::future_status::ready)
-      throw Error(fmt::format("generation of {}-{} timed out", rid_prefix, i));
-    engine::RequestOutput o = workers::output_from_json(answers[i].get());
-    for (auto& s : o.samples) out[static_cast<size_t>(i)].samples.push_back(std::move(s));
-    progress->advance();
-  }
-  progress->finish();
-  return out;
-}
-
 engine::SamplingParams sampling_of(const config::GeneratingArguments& ga, const std::vector<int32_t>& stop_ids,
                                    int64_t n) {
   engine::SamplingParams p = engine::sampling_params_from(ga, stop_ids);
@@ -118,24 +96,6 @@ engine::SamplingParams sampling_of(const config::GeneratingArguments& ga, const 
   return p;
 }
 
-}  // namespace
-
-namespace {
-// Generates, postprocesses and scores one domain's prompts.
-Batch rollout(workers::RequestRouter& router, const model::Tokenizer& tokenizer, runtime::Cluster& reward,
-              const Batch& prompts, const engine::SamplingParams& params, const config::PipelineConfig& c,
-              int64_t sequence_length, const std::string& rid_prefix, uint64_t seed_base,
-              std::chrono::milliseconds timeout) {
-  auto generated = generate(router, prompts, params, sequence_length, rid_prefix, seed_base, timeout);
-  Batch samples = build_rollout_batch(prompts, generated, sequence_length, c.prompt_length,
-                                      tokenizer.pad_id().value_or(0), tokenizer);
-  runtime::Payload scored = reward.call("compute_rewards", runtime::Dispatch::dp_mp_compute,
-                                        runtime::Payload(samples.select({}, samples.column_keys())))
-                                .get();
-  samples.set_tensor("scores", scored.batch->tensor("scores"));
-  samples.meta["reward_metrics"] = scored.batch->meta.value("metrics", nlohmann::json::object());
-  return samples;
-}
 }  // namespace
 
 Metrics RlvrPipeline::validate(int64_t step) {
@@ -153,8 +113,9 @@ Metrics RlvrPipeline::validate(int64_t step) {
   for (const auto& [domain, rows] : rows_of) {
     auto* reward = find_cluster("reward-" + domain);
     if (!reward) throw Error("validation: no reward cluster for domain '" + domain + "'");
-    parts.push_back(rollout(*impl_->router, *impl_->tokenizer, *reward, prompts.take(rows), params, c, seq, fmt::format("val{}-{}", step, domain),
-                            static_cast<uint64_t>(c.seed) * 7919u, rpc_timeout()));
+    const RolloutContext ctx{*impl_->router, *impl_->tokenizer, c, params, seq, fmt::format("val{}-{}", step, domain),
+                             static_cast<uint64_t>(c.seed) * 7919u, rpc_timeout()};
+    parts.push_back(rollout_batch(ctx, *reward, prompts.take(rows)));
   }
   Batch all = concat_domains(std::move(parts));
   return validation_metrics(all);
@@ -173,13 +134,31 @@ Metrics RlvrPipeline::run_step(int64_t step) {
   auto t0 = std::chrono::steady_clock::now();
   std::vector<Batch> parts;
   rl::MetricMap reward_metrics;
+  int64_t filtered = 0;
   for (const auto& d : im.data->domains()) {
-    Batch prompts = im.data->next_batch(d.domain);
-    auto& reward = cluster("reward-" + d.domain);
-    parts.push_back(rollout(*im.router, *im.tokenizer, reward, prompts, params, c, seq, fmt::format("s{}-{}", step, d.domain),
-                            static_cast<uint64_t>(c.seed) * 1000003u + static_cast<uint64_t>(step) * 10007u, rpc_timeout()));
-    merge_json_metrics(reward_metrics, parts.back().meta["reward_metrics"]);
+    if (d.batch_size == 0) continue;  // the domain has no prompts this step
+    const RolloutContext ctx{*im.router, *im.tokenizer, c, params, seq, fmt::format("s{}-{}", step, d.domain),
+                             static_cast<uint64_t>(c.seed) * 1000003u + static_cast<uint64_t>(step) * 10007u,
+                             rpc_timeout()};
+    const DomainRolloutSpec& spec = im.domain_specs.at(d.domain);
+    DomainRollout r;
+    if (c.generate_opt_level == 0) {
+      r = rollout_level0(ctx, cluster("reward-" + d.domain), *im.data, spec);
+    } else {
+      StreamingWorkers w{im.reward_ranks.at(d.domain), &im.next_reward_rank[d.domain], [this, domain = d.domain] {
+                           for (const std::string& name : {std::string("actor_infer"), "reward-" + domain})
+                             if (auto* cl = find_cluster(name))
+                               if (auto why = cl->failure()) return why;
+                           return std::optional<std::string>();
+                         }};
+      r = rollout_level1(ctx, w, *im.data, spec);
+    }
+    parts.push_back(std::move(r.samples));
+    reward_metrics.merge(r.reward_metrics);
+    for (auto& [k, v] : r.scheduler) m[k] = v;
+    filtered += r.filtered;
   }
+  m["scheduler/query_filter_count"] = static_cast<double>(filtered);
   Batch batch = concat_domains(parts);
   m["time/step_generate"] = seconds_since(t0);
 

@@ -78,6 +78,18 @@ Batch build_rollout_batch(const Batch& prompts, const std::vector<GeneratedPromp
   return out;
 }
 
+void number_prompts(Batch& samples, int64_t n) {
+  if (n < 1 || samples.size() % n != 0)
+    throw Error(fmt::format("rollout: {} rows are not prompts of {} samples", samples.size(), n));
+  NonTensorColumn uuid, prompt_id;
+  for (int64_t r = 0; r < samples.size(); ++r) {
+    uuid.push_back(fmt::format("{}-{}", r / n, r % n));
+    prompt_id.push_back(r / n);
+  }
+  samples.set_column("sample_uuid", std::move(uuid));
+  samples.set_column("prompt_id", std::move(prompt_id));
+}
+
 Batch concat_domains(std::vector<Batch> parts) {
   std::vector<std::string> all;
   for (const auto& p : parts)

@@ -26,6 +26,10 @@ struct GeneratedPrompt {
 Batch build_rollout_batch(const Batch& prompts, const std::vector<GeneratedPrompt>& generated, int64_t sequence_length,
                           int64_t prompt_length, int32_t pad_id, const model::Tokenizer& tokenizer);
 
+// Sets prompt_id (row / n) and sample_uuid ("<prompt>-<sample>") of rows that hold n samples per
+// prompt, as build_rollout_batch numbers them, after prompts from several rounds were joined.
+void number_prompts(Batch& samples, int64_t n);
+
 // Concatenates the batches of several domains: each domain's rows carry their own columns
 // (ground_truth for math, test_cases for code); a column missing from a part is filled with null.
 Batch concat_domains(std::vector<Batch> parts);

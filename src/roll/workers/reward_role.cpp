@@ -2,11 +2,14 @@
 // from the domain's worker_cls (ROLL's class path) or, in tests, options["reward_type"]:
 //   math_rule     MathRuleReward (one verifier process per worker, restarted on timeout)
 //   code_sandbox  CodeSandboxReward, local mode (bwrap sandbox)
+//   llm_judge     LlmJudgeScorer: the judge model in our engine (judge_model_type inference)
 // compute_rewards (serial; DP_MP_COMPUTE from the driver) takes a Batch with non-tensor columns
 // response_text, prompt_text, ground_truth (math) or test_cases, case_type, test_case_function
-// (code), and returns tensor `scores` [B] with a `reward_info` column and meta metrics.
+// (code; llm_judge reads prompt_text, response_text and ground_truth), and returns tensor
+// `scores` [B] with a `reward_info` column and meta metrics.
 #include <ATen/ATen.h>
 
+#include <chrono>
 #include <map>
 #include <memory>
 
@@ -17,6 +20,7 @@
 #include "roll/reward/sandbox.h"
 #include "roll/runtime/role.h"
 #include "roll/runtime/rpc_server.h"
+#include "roll/workers/llm_judge_scorer.h"
 #include "roll/workers/register_roles.h"
 #include "roll/workers/role_config.h"
 
@@ -30,10 +34,9 @@ std::string reward_type_of(const runtime::WorkerContext& ctx) {
   const std::string cls = w.worker_cls.value_or("");
   if (cls.find("math_rule") != std::string::npos) return "math_rule";
   if (cls.find("code_sandbox") != std::string::npos) return "code_sandbox";
-  if (cls.find("llm_judge") != std::string::npos)
-    throw NotSupportedError(ctx.cluster + ".worker_cls " + cls + " (llm_judge reward)");
+  if (cls.find("llm_judge") != std::string::npos) return "llm_judge";
   throw ConfigError(ctx.cluster + ".worker_cls", "unknown reward worker class '" + cls +
-                                                     "' (rollcpp has math_rule and code_sandbox)");
+                                                     "' (rollcpp has math_rule, code_sandbox and llm_judge)");
 }
 
 std::string text_cell(const Batch& b, const std::string& key, int64_t row) {
@@ -47,6 +50,9 @@ class RewardRole : public runtime::Role {
   explicit RewardRole(runtime::WorkerContext& ctx) : ctx_(ctx), type_(reward_type_of(ctx)) {
     if (type_ == "math_rule") {
       math_ = std::make_unique<reward::MathRuleReward>();
+    } else if (type_ == "llm_judge") {
+      judge_ = std::make_unique<LlmJudgeScorer>(ctx);
+      judge_timeout_ = std::chrono::seconds(ctx.options.value("judge_timeout_s", int64_t{1800}));
     } else {
       reward::SandboxOptions so;
       // One uid range per worker so concurrent workers never wait on each other's slots.
@@ -68,6 +74,7 @@ class RewardRole : public runtime::Role {
       at::Tensor scores = at::zeros({n}, at::kFloat);
       NonTensorColumn info(static_cast<size_t>(n));
       int64_t failures = 0;
+      if (judge_) return judge(b);
       for (int64_t i = 0; i < n; ++i) {
         const std::string response = text_cell(b, "response_text", i);
         if (math_) {
@@ -101,11 +108,36 @@ class RewardRole : public runtime::Role {
   }
 
  private:
+  // Every sample's judge prompt generated together; the verdict is the score.
+  runtime::Payload judge(const Batch& b) {
+    const int64_t n = b.size();
+    std::vector<JudgeSample> samples;
+    for (int64_t i = 0; i < n; ++i)
+      samples.push_back({text_cell(b, "prompt_text", i), text_cell(b, "response_text", i), text_cell(b, "ground_truth", i)});
+    std::vector<JudgeVerdict> verdicts = judge_->score(samples, judge_timeout_);
+    at::Tensor scores = at::zeros({n}, at::kFloat);
+    NonTensorColumn info(static_cast<size_t>(n));
+    double yes = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      scores[i] = verdicts[i].score;
+      yes += verdicts[i].score;
+      info[i] = nlohmann::json{{"judge_answer", verdicts[i].answer}};
+    }
+    Batch out(n);
+    out.set_tensor("scores", scores);
+    out.set_column("reward_info", std::move(info));
+    out.meta["metrics"] = nlohmann::json{
+        {ctx_.cluster.substr(7) + "/llm_judge/yes_ratio", nlohmann::json::array({n > 0 ? yes / n : 0.0})}};
+    return runtime::Payload(std::move(out));
+  }
+
   runtime::WorkerContext& ctx_;
   std::string type_;
   std::unique_ptr<reward::MathRuleReward> math_;
   std::unique_ptr<reward::Sandbox> sandbox_;
   std::unique_ptr<reward::CodeSandboxReward> code_;
+  std::unique_ptr<LlmJudgeScorer> judge_;
+  std::chrono::milliseconds judge_timeout_{0};
   std::map<std::string, double> last_;
 };
 
