@@ -31,6 +31,7 @@ using Metrics = std::map<std::string, double>;
 struct PipelineOptions {
   std::string worker_executable;  // `roll` (its `worker` subcommand hosts the roles)
   bool forward_worker_output = true;
+  std::shared_ptr<runtime::NodeSet> nodes;  // multi-node head: the joined nodes (null on one node)
 };
 
 class PipelineBase {
