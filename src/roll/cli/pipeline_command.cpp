@@ -1,9 +1,12 @@
 // `roll rlvr`, `roll sft` (and the other pipelines as they land): the counterparts of ROLL's
 // `python examples/start_{rlvr,sft}_pipeline.py --config_path P --config_name N`, with key=value
 // overrides. Loads and validates the config, then runs the pipeline's driver, which starts the
-// worker processes of the placement plan (DESIGN section 3).
+// worker processes of the placement plan (DESIGN section 3); with WORLD_SIZE > 1, on every node
+// (the seed's Method A).
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+
+#include <stdlib.h>
 
 #include <filesystem>
 #include <iostream>
@@ -16,6 +19,10 @@
 #include "roll/pipeline/agentic_pipeline.h"
 #include "roll/pipeline/rlvr_pipeline.h"
 #include "roll/pipeline/sft_pipeline.h"
+#include "roll/runtime/node_agent.h"
+#include "roll/runtime/node_identity.h"
+#include "roll/runtime/node_join.h"
+#include "roll/runtime/node_set.h"
 #include "roll/runtime/runtime.h"
 
 namespace roll::cli {
@@ -27,6 +34,56 @@ struct PipelineCliOptions {
   bool eval_only = false;
 };
 
+int run_job(config::PipelineKind kind, config::LoadedConfig loaded, const config::LoadRequest& req,
+            const pipeline::PipelineOptions& po) {
+  switch (kind) {
+    case config::PipelineKind::rlvr: return pipeline::RlvrPipeline(std::move(loaded), req, po).run();
+    case config::PipelineKind::agentic: return pipeline::AgenticPipeline(std::move(loaded), req, po).run();
+    case config::PipelineKind::sft: return pipeline::SftPipeline(std::move(loaded), req, po).run();
+    default: throw NotSupportedError(fmt::format("`roll {}`", config::pipeline_kind_name(kind)));
+  }
+}
+
+// The seed's Method A (spec 7): the same command on every node. The head (RANK 0) hosts the
+// store, waits for the others and runs the driver; every other node joins and serves as the
+// head's node agent until the head ends.
+int run_multi_node(config::PipelineKind kind, config::LoadedConfig loaded, const config::LoadRequest& req,
+                   pipeline::PipelineOptions po, const runtime::NodeIdentity& id) {
+  const comm::EnvLookup env = comm::process_env();
+  const auto heartbeat = runtime::heartbeat_timeout(env);
+  const auto head_wait = runtime::head_wait_timeout(env);  // read on every node: a bad value fails everywhere
+  const config::PlacementPlan plan = config::make_placement_plan(loaded.config, loaded.platform);
+  if (plan.num_nodes > id.world_size)
+    throw Error(fmt::format("the placement uses {} nodes (device ids / num_gpus_per_node) but {}={}: start one "
+                            "`roll` per node",
+                            plan.num_nodes, id.rank_source == "RANK" ? "WORLD_SIZE" : id.rank_source + "'s size",
+                            id.world_size));
+  const runtime::NodeInfo self =
+      runtime::this_node(id, plan.devices_per_node, config::platform_rules(loaded.platform).device_key);
+  if (!id.head()) {
+    log::set_identity("NODE", id.rank, id.world_size);
+    auto store = runtime::wait_for_head(id, head_wait, heartbeat);
+    runtime::join_nodes(*store, self);
+    runtime::NodeAgentOptions ao;
+    ao.worker_command = {po.worker_executable, "worker"};
+    ao.heartbeat_timeout = heartbeat;
+    ao.forward_output = po.forward_worker_output;
+    return runtime::run_node_agent(id, store, ao);
+  }
+  // The driver's own services (agentic routers and queues) bind where other nodes reach them.
+  setenv("ROLL_BIND_HOST", self.address.c_str(), 1);
+  po.nodes = runtime::NodeSet::start_head(id, self, heartbeat);
+  int rc = 1;
+  try {
+    rc = run_job(kind, std::move(loaded), req, po);
+  } catch (const std::exception& e) {
+    po.nodes->finish(false, e.what());
+    throw;
+  }
+  po.nodes->finish(rc == 0, rc == 0 ? "" : fmt::format("the driver exited with status {}", rc));
+  return rc;
+}
+
 int run_pipeline(config::PipelineKind kind, const PipelineCliOptions& o) {
   const config::LoadRequest req = o.config.load_request(kind);
   auto loaded = config::load_config(req);
@@ -36,12 +93,9 @@ int run_pipeline(config::PipelineKind kind, const PipelineCliOptions& o) {
   po.worker_executable = std::filesystem::read_symlink("/proc/self/exe").string();
   po.forward_worker_output = !o.quiet_workers;
   po.eval_only = o.eval_only;
-  switch (kind) {
-    case config::PipelineKind::rlvr: return pipeline::RlvrPipeline(std::move(loaded), req, po).run();
-    case config::PipelineKind::agentic: return pipeline::AgenticPipeline(std::move(loaded), req, po).run();
-    case config::PipelineKind::sft: return pipeline::SftPipeline(std::move(loaded), req, po).run();
-    default: throw NotSupportedError(fmt::format("`roll {}`", config::pipeline_kind_name(kind)));
-  }
+  const runtime::NodeIdentity id = runtime::node_identity(comm::process_env());
+  if (id.multi_node()) return run_multi_node(kind, std::move(loaded), req, std::move(po), id);
+  return run_job(kind, std::move(loaded), req, po);
 }
 
 void add_pipeline_command(CLI::App& app, const char* name, config::PipelineKind kind, const char* help) {

@@ -96,24 +96,31 @@ std::vector<GlooDeviceSpec> choose_gloo_devices(const EnvLookup& env, bool multi
       out.push_back({GlooDeviceSpec::Kind::interface, name, false, "GLOO_SOCKET_IFNAME"});
     if (!out.empty()) return out;
   }
-  if (auto v = env("HCCL_SOCKET_IFNAME")) {
-    // HCCL's forms: "eth" (prefix), "=eth0" (exact), "^=eth0" / "^eth" (exclusion).
+  // NCCL's and HCCL's forms: "eth" (prefix), "=eth0" (exact), "^=eth0" / "^eth" (exclusion).
+  for (const char* var : {"NCCL_SOCKET_IFNAME", "HCCL_SOCKET_IFNAME"}) {
+    auto v = env(var);
+    if (!v) continue;
     for (const std::string& item : split_list(*v)) {
       if (item.front() == '^')
-        throw Error(fmt::format("HCCL_SOCKET_IFNAME='{}': the exclusion form '^...' cannot choose a Gloo interface; "
+        throw Error(fmt::format("{}='{}': the exclusion form '^...' cannot choose a Gloo interface; "
                                 "name the interface (for example GLOO_SOCKET_IFNAME=eth0)",
-                                *v));
+                                var, *v));
       if (item.front() == '=')
-        out.push_back({GlooDeviceSpec::Kind::interface, item.substr(1), false, "HCCL_SOCKET_IFNAME"});
+        out.push_back({GlooDeviceSpec::Kind::interface, item.substr(1), false, var});
       else
-        out.push_back({GlooDeviceSpec::Kind::interface, item, true, "HCCL_SOCKET_IFNAME"});
-      break;  // one device: HCCL lists are alternatives, not a set to stripe over
+        out.push_back({GlooDeviceSpec::Kind::interface, item, true, var});
+      break;  // one device: these lists are alternatives, not a set to stripe over
     }
     if (!out.empty()) return out;
   }
   if (auto v = env("HCCL_IF_IP")) {
     if (!is_ipv4(*v)) throw Error(fmt::format("HCCL_IF_IP='{}' is not an IPv4 address", *v));
     return {{GlooDeviceSpec::Kind::address, *v, false, "HCCL_IF_IP"}};
+  }
+  // A worker of a multi-node job binds where its node's runtime told it to (the node's address).
+  if (auto v = env("ROLL_BIND_HOST")) {
+    if (!is_ipv4(*v)) throw Error(fmt::format("ROLL_BIND_HOST='{}' is not an IPv4 address", *v));
+    return {{GlooDeviceSpec::Kind::address, *v, false, "ROLL_BIND_HOST"}};
   }
   if (!multi_node) return {{GlooDeviceSpec::Kind::address, "127.0.0.1", false, "default"}};
   if (master_addr.empty())
@@ -139,6 +146,14 @@ ResolvedGlooDevice resolve_gloo_device(const GlooDeviceSpec& spec) {
     }
   }
   return {};
+}
+
+std::string local_ipv4_address(const GlooDeviceSpec& spec) {
+  ResolvedGlooDevice r = resolve_gloo_device(spec);
+  if (!r.by_interface) return r.value;
+  for (const auto& [name, ip] : local_ipv4_interfaces())
+    if (name == r.value) return ip;
+  throw Error(fmt::format("{}='{}': interface {} has no IPv4 address", spec.source, spec.value, r.value));
 }
 
 EnvLookup process_env() {

@@ -3,8 +3,9 @@
 // Debian-style /etc/hosts gives 127.0.1.1 and hangs multi-node jobs; we bind to an interface
 // name or a numeric address instead:
 //   GLOO_SOCKET_IFNAME=eth0[,eth1]   interfaces (one Gloo device each, as torch does)
-//   HCCL_SOCKET_IFNAME=eth0 | =eth0  the seed's NPU variable: an interface, or a name prefix
+//   NCCL_SOCKET_IFNAME, HCCL_SOCKET_IFNAME=eth | =eth0  an interface, or a name prefix (first item)
 //   HCCL_IF_IP=10.0.0.5              the seed's NPU variable: a local address
+//   ROLL_BIND_HOST=10.0.0.5          set by the runtime for workers: their node's address
 //   none of them: 127.0.0.1 on a single node; on several nodes the local address of the route
 //   towards MASTER_ADDR.
 #include <functional>
@@ -34,6 +35,9 @@ struct ResolvedGlooDevice {
   std::string value;
 };
 ResolvedGlooDevice resolve_gloo_device(const GlooDeviceSpec& spec);
+
+// The IPv4 address a spec stands for (an interface's own address for interface specs).
+std::string local_ipv4_address(const GlooDeviceSpec& spec);
 
 EnvLookup process_env();  // getenv, empty values treated as unset
 

@@ -24,6 +24,7 @@
 #include "roll/rl/reward.h"
 #include "roll/runtime/rpc_client.h"
 #include "roll/runtime/rpc_server.h"
+#include "roll/runtime/worker_launch.h"
 #include "roll/workers/group_queue_service.h"
 #include "roll/workers/request_router.h"
 #include "roll/workers/router_service.h"
@@ -33,7 +34,9 @@ namespace {
 
 // A router or queue published by the driver on its own server thread.
 struct Service {
-  std::unique_ptr<runtime::RpcServer> server = std::make_unique<runtime::RpcServer>("tcp://127.0.0.1:*");
+  // On this node's address, so env workers on other nodes of a multi-node job reach it.
+  std::unique_ptr<runtime::RpcServer> server =
+      std::make_unique<runtime::RpcServer>("tcp://" + runtime::service_bind_host() + ":*");
   std::thread thread;
   void start() {
     thread = std::thread([this] { server->serve(); });

@@ -58,6 +58,7 @@ void PipelineBase::start_clusters() {
   o.platform = loaded_.platform;
   o.rpc_timeout = rpc_timeout();
   o.forward_output = options_.forward_worker_output;
+  o.nodes = options_.nodes;
   runtime_ = std::make_unique<runtime::Runtime>(o);
 
   // DESIGN quirk 1: the YAML's num_gpus_per_node stands; say so when the node has another count.

@@ -34,6 +34,7 @@ struct PipelineOptions {
   // Validation only (`--eval-only`): start the workers, validate the model at `pretrain` once,
   // log the val metrics and their eval/ names (eval_metric_names) as step 0, stop. No training.
   bool eval_only = false;
+  std::shared_ptr<runtime::NodeSet> nodes;  // multi-node head: the joined nodes (null on one node)
 };
 
 // The headline eval/ names of validation metrics, for evaluation runs and the demo's table:

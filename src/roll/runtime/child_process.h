@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "roll/runtime/worker_process.h"
+
 namespace roll::runtime {
 
 struct SpawnOptions {
@@ -25,25 +27,25 @@ struct SpawnOptions {
   std::function<void(const std::string& exit_description)> on_exit;
 };
 
-class ChildProcess {
+class ChildProcess : public WorkerProcess {
  public:
   // Starts the process; throws roll::Error naming the executable when spawning fails.
   static std::shared_ptr<ChildProcess> spawn(SpawnOptions options);
-  ~ChildProcess();  // kills the process if it still runs, joins the threads
+  ~ChildProcess() override;  // kills the process if it still runs, joins the threads
 
-  pid_t pid() const;
+  pid_t pid() const override;
   const std::string& name() const;
-  bool running() const;
+  bool running() const override;
   // "exited with status 3", "killed by signal 9 (SIGKILL)"; nullopt while running.
-  std::optional<std::string> exit_description() const;
+  std::optional<std::string> exit_description() const override;
   std::optional<int> exit_code() const;  // the status, or -signal
-  std::vector<std::string> last_lines() const;
+  std::vector<std::string> last_lines() const override;
 
   void signal(int sig);
   // Waits up to `timeout` for the process to end; true when it has.
-  bool wait_for(std::chrono::milliseconds timeout);
+  bool wait_for(std::chrono::milliseconds timeout) override;
   // SIGTERM, then SIGKILL after `grace`; returns once the process is gone.
-  void stop(std::chrono::milliseconds grace = std::chrono::milliseconds(2000));
+  void stop(std::chrono::milliseconds grace = std::chrono::milliseconds(2000)) override;
 
   struct Impl;
 

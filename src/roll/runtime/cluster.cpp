@@ -9,17 +9,13 @@
 #include "roll/core/error.h"
 #include "roll/core/log.h"
 #include "roll/runtime/child_process.h"
+#include "roll/runtime/node_set.h"
 #include "roll/runtime/runtime.h"
 #include "roll/runtime/worker_launch.h"
 #include "roll/runtime/worker_registry.h"
 
 namespace roll::runtime {
 namespace {
-
-// Visibility variables of every platform: a worker inherits none of them from the driver; the
-// placement sets its own platform's.
-constexpr const char* kVisibilityVars[] = {"CUDA_VISIBLE_DEVICES", "ASCEND_RT_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES",
-                                           "ROCR_VISIBLE_DEVICES"};
 
 std::string indent_lines(const std::vector<std::string>& lines) {
   std::string s;
@@ -81,6 +77,9 @@ void Cluster::launch() {
   workers_.resize(static_cast<size_t>(world));
   for (int r = 0; r < world; ++r) {
     const config::WorkerPlacement& wp = spec_.placement.workers[r];
+    // One node: every worker here, whatever its node (a plan for several nodes runs on this one).
+    const bool remote = o.nodes && wp.node != 0;
+    const NodeInfo* node = o.nodes ? &o.nodes->node(wp.node) : nullptr;
     WorkerLaunch launch;
     launch.cluster = name();
     launch.role = spec_.role;
@@ -89,35 +88,40 @@ void Cluster::launch() {
     launch.world_size = world;
     launch.node_rank = wp.node;
     launch.local_devices = wp.local_devices;
-    launch.threads = runtime_.threads_for(wp, spec_.devices_per_node);
-    launch.store_host = o.host;
+    launch.threads = runtime_.threads_for(wp, spec_.devices_per_node, remote ? node->cores : 0);
+    launch.store_host = o.nodes ? o.nodes->identity().master_addr : o.host;
     launch.store_port = runtime_.store()->port();
-    launch.bind_host = o.host;
+    launch.bind_host = node ? node->address : o.host;
     launch.log_dir = o.log_dir;
     launch.run_dir = o.run_dir;
     launch.driver_pid = getpid();
     launch.options = spec_.options;
 
-    std::map<std::string, std::string> env = current_environment();
-    for (const char* v : kVisibilityVars) env.erase(v);
-    env["OMP_NUM_THREADS"] = std::to_string(launch.threads);
+    std::map<std::string, std::string> settings;
+    settings["OMP_NUM_THREADS"] = std::to_string(launch.threads);
     // Several compute processes share this node's cores: idle OpenMP threads must not spin.
-    env["OMP_WAIT_POLICY"] = "PASSIVE";
-    for (const auto& [k, v] : wp.env) env[k] = v;  // placement: ROLL's variables, visibility, system_envs
-    for (const auto& [k, v] : launch.to_env()) env[k] = v;
-    for (const auto& [k, v] : o.extra_env) env[k] = v;
+    settings["OMP_WAIT_POLICY"] = "PASSIVE";
+    for (const auto& [k, v] : wp.env) settings[k] = v;  // placement: ROLL's variables, visibility, system_envs
+    for (const auto& [k, v] : launch.to_env()) settings[k] = v;
+    for (const auto& [k, v] : o.extra_env) settings[k] = v;
     // A user's OMP_NUM_THREADS in system_envs wins over ours.
     for (const auto& [k, v] : wp.env)
-      if (k == "OMP_NUM_THREADS") env[k] = v;
+      if (k == "OMP_NUM_THREADS") settings[k] = v;
 
+    auto on_exit = [this, r](const std::string& how) { on_worker_exit(r, how); };
+    if (remote) {
+      workers_[r].process = o.nodes->spawn(wp.node, {wp.name, std::move(settings)}, on_exit);
+      continue;
+    }
     SpawnOptions so;
     so.name = wp.name;
     so.argv = o.worker_command;
-    so.env = std::move(env);
+    so.env = worker_environment(settings);
     so.forward_output = o.forward_output;
-    so.on_exit = [this, r](const std::string& how) { on_worker_exit(r, how); };
-    workers_[r].process = ChildProcess::spawn(std::move(so));
-    register_worker_pid(workers_[r].process->pid());
+    so.on_exit = on_exit;
+    auto child = ChildProcess::spawn(std::move(so));
+    register_worker_pid(child->pid());
+    workers_[r].process = std::move(child);
   }
 }
 
@@ -163,12 +167,21 @@ void Cluster::on_worker_exit(int rank, const std::string& how) {
   if (stopping_) return;
   std::string reason = fmt::format("worker {} {}; last log lines:{}", describe(rank), how,
                                    indent_lines(workers_[rank].process->last_lines()));
-  if (!failure_) failure_ = reason;
   log::error("{}", reason);
   // Every call pending anywhere in this cluster fails now: a collective step cannot finish
   // without this rank.
+  fail_locked(reason);
+}
+
+void Cluster::fail_locked(const std::string& reason) {
+  if (!failure_) failure_ = reason;
   for (auto& w : workers_)
     if (w.client) w.client->fail_all(reason);
+}
+
+void Cluster::fail_calls(const std::string& reason) {
+  std::lock_guard<std::mutex> g(mu_);
+  if (!stopping_) fail_locked(reason);
 }
 
 std::optional<std::string> Cluster::failure() const {

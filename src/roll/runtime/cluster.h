@@ -15,8 +15,8 @@
 
 namespace roll::runtime {
 
-class ChildProcess;
 class Runtime;
+class WorkerProcess;
 
 class ClusterFuture {
  public:
@@ -75,10 +75,12 @@ class Cluster {
   void launch();                                     // spawns every rank
   void wait_ready(std::chrono::milliseconds timeout);  // every endpoint published, or fails naming the worker
   void on_worker_exit(int rank, const std::string& how);
+  void fail_calls(const std::string& reason);  // every pending and later call (a lost node)
+  void fail_locked(const std::string& reason);  // under mu_
   RpcClient& client(int rank, const std::string& method);  // roll::Error once shut down
 
   struct Worker {
-    std::shared_ptr<ChildProcess> process;
+    std::shared_ptr<WorkerProcess> process;  // a ChildProcess, or a RemoteWorker on another node
     std::unique_ptr<RpcClient> client;
     std::string endpoint;
   };

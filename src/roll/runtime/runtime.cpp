@@ -16,6 +16,7 @@
 #include "roll/core/log.h"
 #include "roll/runtime/child_process.h"
 #include "roll/runtime/config_request.h"
+#include "roll/runtime/node_set.h"
 #include "roll/runtime/worker_launch.h"
 #include "roll/runtime/worker_registry.h"
 
@@ -89,16 +90,35 @@ Runtime::Runtime(RuntimeOptions options) : options_(std::move(options)) {
     options_.run_dir = tmpl;
   }
   std::filesystem::create_directories(options_.log_dir);
-  store_ = comm::Store::tcp({options_.host, 0, true, options_.start_timeout});
+  if (options_.nodes) {
+    store_ = options_.nodes->store();
+    options_.host = options_.nodes->node(0).address;
+    options_.nodes->on_node_lost([this](const std::string& reason) {
+      std::vector<std::shared_ptr<Cluster>> alive;
+      {
+        std::lock_guard<std::mutex> g(mu_);
+        for (auto& w : clusters_)
+          if (auto c = w.lock()) alive.push_back(c);
+      }
+      for (auto& c : alive) c->fail_calls(reason);
+    });
+  } else {
+    store_ = comm::Store::tcp({options_.host, 0, true, options_.start_timeout});
+  }
   if (options_.config_request)
     store_->set(kConfigRequestKey, config_request_to_json(*options_.config_request).dump());
 }
 
-Runtime::~Runtime() { shutdown(); }
+Runtime::~Runtime() {
+  if (options_.nodes) options_.nodes->on_node_lost(nullptr);
+  shutdown();
+}
 
-int Runtime::threads_for(const config::WorkerPlacement& w, int devices_per_node) const {
+int Runtime::threads_for(const config::WorkerPlacement& w, int devices_per_node, int node_cores) const {
   if (w.devices.empty()) return 1;
-  int cores = options_.cores > 0 ? options_.cores : static_cast<int>(std::thread::hardware_concurrency());
+  int cores = node_cores > 0       ? node_cores
+              : options_.cores > 0 ? options_.cores
+                                   : static_cast<int>(std::thread::hardware_concurrency());
   int slots = static_cast<int>(w.devices.size());
   return std::max(1, cores * slots / std::max(1, devices_per_node));
 }

@@ -1,7 +1,9 @@
 #pragma once
 // The driver's side of a run on one node (DESIGN section 3): hosts the store, starts clusters of
 // worker processes from a PlacementPlan, and stops them all on shutdown, on Ctrl-C or SIGTERM, and
-// when the driver dies (workers set PR_SET_PDEATHSIG). Multi-node launch builds on this.
+// when the driver dies (workers set PR_SET_PDEATHSIG). On the head of a multi-node job it uses
+// the NodeSet's store, binds to this node's address, and starts the workers placed on node k > 0
+// through node k's agent.
 #include <chrono>
 #include <map>
 #include <memory>
@@ -15,6 +17,9 @@
 namespace roll::comm {
 class Store;
 }
+namespace roll::runtime {
+class NodeSet;
+}
 
 namespace roll::runtime {
 
@@ -27,7 +32,8 @@ struct RuntimeOptions {
   std::optional<config::Platform> platform;   // which visibility variables to clear from inherited env
   std::chrono::milliseconds start_timeout{std::chrono::seconds(300)};
   std::chrono::milliseconds rpc_timeout{std::chrono::seconds(3600)};
-  std::string host = "127.0.0.1";  // store and worker endpoints
+  std::string host = "127.0.0.1";  // store and worker endpoints (multi-node: this node's address)
+  std::shared_ptr<NodeSet> nodes;   // multi-node head: the joined nodes; null on one node
   std::map<std::string, std::string> extra_env;  // for every worker (after the placement's)
   int cores = 0;  // cores of this node for thread counts; 0: what the machine has
   bool forward_output = true;
@@ -48,8 +54,8 @@ class Runtime {
   std::shared_ptr<Cluster> start(ClusterSpec spec);
 
   // ATen threads for a worker (DESIGN section 3): cores x its slots / slots per node, at least 1;
-  // CPU-only workers get 1.
-  int threads_for(const config::WorkerPlacement& worker, int devices_per_node) const;
+  // CPU-only workers get 1. `node_cores` > 0: the cores of the worker's (other) node.
+  int threads_for(const config::WorkerPlacement& worker, int devices_per_node, int node_cores = 0) const;
 
   void shutdown();
 

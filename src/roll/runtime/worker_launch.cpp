@@ -3,6 +3,7 @@
 #include <cstdlib>
 
 #include "roll/core/error.h"
+#include "roll/runtime/child_process.h"
 
 namespace roll::runtime {
 namespace {
@@ -82,6 +83,21 @@ WorkerLaunch WorkerLaunch::from_env() {
 
 std::string WorkerLaunch::log_file() const {
   return log_dir + "/log_rank_" + worker_name + "_" + std::to_string(rank) + "_" + std::to_string(world_size) + ".log";
+}
+
+std::map<std::string, std::string> worker_environment(const std::map<std::string, std::string>& settings) {
+  // Visibility variables of every platform: a worker inherits none of them.
+  constexpr const char* kVisibilityVars[] = {"CUDA_VISIBLE_DEVICES", "ASCEND_RT_VISIBLE_DEVICES",
+                                             "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES"};
+  std::map<std::string, std::string> env = current_environment();
+  for (const char* v : kVisibilityVars) env.erase(v);
+  for (const auto& [k, v] : settings) env[k] = v;
+  return env;
+}
+
+std::string service_bind_host() {
+  const char* v = std::getenv("ROLL_BIND_HOST");
+  return v && *v ? v : "127.0.0.1";
 }
 
 std::string endpoint_key(const std::string& cluster, int rank) {

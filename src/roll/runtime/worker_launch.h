@@ -38,6 +38,14 @@ struct WorkerLaunch {
   std::string log_file() const;
 };
 
+// A worker's complete environment: this process's, without any platform's device visibility
+// variable (the placement sets its own), with `settings` over it.
+std::map<std::string, std::string> worker_environment(const std::map<std::string, std::string>& settings);
+
+// Where a service the driver hosts binds: ROLL_BIND_HOST (this node's address, set on the head
+// of a multi-node job), else 127.0.0.1.
+std::string service_bind_host();
+
 // Store keys of a worker (the driver waits on them).
 std::string endpoint_key(const std::string& cluster, int rank);
 std::string failure_key(const std::string& cluster, int rank);
