@@ -33,26 +33,32 @@ last_checkpoint() {
   find "$dir" -maxdepth 1 -type d -name 'checkpoint-*' | awk -F- '{ print $NF "\t" $0 }' | sort -n | tail -1 | cut -f2
 }
 
+# rl_between_evals P PIPELINE CONFIG SFT_DIR RL_DIR TASK METRIC: greedy eval of SFT_DIR's last
+# checkpoint, GRPO from it (`roll PIPELINE` with examples/demo/CONFIG), greedy eval of RL_DIR's
+# last checkpoint; phases P-eval-sft, P-grpo, P-eval-rl; one line of results.tsv.
+rl_between_evals() {
+  local p="$1" pipeline="$2" config="$3" sft_dir="$4" rl_dir="$5" task="$6" metric="$7" sft rl
+  local cfg=(--config_path "$demo_examples" --config_name "$config" --quiet-workers)
+  sft="$(last_checkpoint "$sft_dir")"
+  run_phase "$p-eval-sft" "$rollabs" "$pipeline" "${cfg[@]}" --eval-only pretrain="$sft" output_dir="output/demo/$p-eval-sft"
+  run_phase "$p-grpo" "$rollabs" "$pipeline" "${cfg[@]}" pretrain="$sft"
+  rl="$(last_checkpoint "$rl_dir")"
+  run_phase "$p-eval-rl" "$rollabs" "$pipeline" "${cfg[@]}" --eval-only pretrain="$rl" output_dir="output/demo/$p-eval-rl"
+  printf '%s\t%s\t%s\t%s\t%s\n' "$task" "$metric" "$(eval_metric "output/demo/$p-eval-sft" "$metric")" \
+    "$(eval_metric "output/demo/$p-eval-rl" "$metric")" "${rl##*-}" >>"$demo/results.tsv"
+}
+
 demo_frozen_lake() {
   local cfg=(--config_path "$demo_examples")
   run_phase fl-init "$rollabs" model init --preset tiny --hidden-size 128 --layers 4 --intermediate-size 512 \
-    --heads 4 --kv-heads 2 --vocab 256 --seed 1 --out output/demo/models/frozen-lake-init
+    --heads 4 --kv-heads 2 --vocab 1024 --seed 1 --out output/demo/models/frozen-lake-init
   run_phase fl-data sh -c "'$rollabs' data expert ${cfg[*]} --config_name frozen_lake_grpo --seed 1 --n 9000 \
       --noise 0.1 --out output/demo/data/frozen_lake_sft_train.jsonl &&
     '$rollabs' data expert ${cfg[*]} --config_name frozen_lake_grpo --seed 2 --n 64 --noise 0 \
       --out output/demo/data/frozen_lake_sft_val.jsonl"
   run_phase fl-sft "$rollabs" sft "${cfg[@]}" --config_name frozen_lake_sft --quiet-workers
-  local sft
-  sft="$(last_checkpoint output/demo/frozen-lake-sft/sft_train)"
-  run_phase fl-eval-sft "$rollabs" agentic "${cfg[@]}" --config_name frozen_lake_grpo --eval-only --quiet-workers \
-    pretrain="$sft" output_dir=output/demo/fl-eval-sft
-  run_phase fl-grpo "$rollabs" agentic "${cfg[@]}" --config_name frozen_lake_grpo --quiet-workers pretrain="$sft"
-  local rl
-  rl="$(last_checkpoint output/demo/frozen-lake-grpo/actor_train)"
-  run_phase fl-eval-rl "$rollabs" agentic "${cfg[@]}" --config_name frozen_lake_grpo --eval-only --quiet-workers \
-    pretrain="$rl" output_dir=output/demo/fl-eval-rl
-  printf 'FrozenLake\teval/FrozenLake/success\t%s\t%s\t%s\n' "$(eval_metric output/demo/fl-eval-sft eval/FrozenLake/success)" \
-    "$(eval_metric output/demo/fl-eval-rl eval/FrozenLake/success)" "${rl##*-}" >>"$demo/results.tsv"
+  rl_between_evals fl agentic frozen_lake_grpo output/demo/frozen-lake-sft/sft_train \
+    output/demo/frozen-lake-grpo/actor_train FrozenLake eval/FrozenLake/success
 }
 
 demo_arithmetic() {
@@ -65,18 +71,8 @@ demo_arithmetic() {
     '$rollabs' data arithmetic --digits 1 --seed 1 --n 246 --split train --with-answer --out $d/arithmetic_sft_train.jsonl &&
     '$rollabs' data arithmetic --digits 1 --seed 1 --n 54 --split test --with-answer --out $d/arithmetic_sft_test.jsonl"
   run_phase ar-sft "$rollabs" sft "${cfg[@]}" --config_name arithmetic_sft --quiet-workers
-  local sft
-  sft="$(last_checkpoint output/demo/arithmetic-sft/sft_train)"
-  run_phase ar-eval-sft "$rollabs" rlvr "${cfg[@]}" --config_name arithmetic_grpo --eval-only --quiet-workers \
-    pretrain="$sft" output_dir=output/demo/ar-eval-sft
-  run_phase ar-grpo "$rollabs" rlvr "${cfg[@]}" --config_name arithmetic_grpo --quiet-workers pretrain="$sft"
-  local rl
-  rl="$(last_checkpoint output/demo/arithmetic-grpo/actor_train)"
-  run_phase ar-eval-rl "$rollabs" rlvr "${cfg[@]}" --config_name arithmetic_grpo --eval-only --quiet-workers \
-    pretrain="$rl" output_dir=output/demo/ar-eval-rl
-  printf 'arithmetic\teval/arithmetic/accuracy\t%s\t%s\t%s\n' \
-    "$(eval_metric output/demo/ar-eval-sft eval/arithmetic/accuracy)" \
-    "$(eval_metric output/demo/ar-eval-rl eval/arithmetic/accuracy)" "${rl##*-}" >>"$demo/results.tsv"
+  rl_between_evals ar rlvr arithmetic_grpo output/demo/arithmetic-sft/sft_train \
+    output/demo/arithmetic-grpo/actor_train arithmetic eval/arithmetic/accuracy
 }
 
 demo_print_results() {
