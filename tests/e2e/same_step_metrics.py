@@ -5,6 +5,11 @@
 Every numeric metric of A's step except time/* and system/tps must be in B's step and agree within
 1e-6 (relative above 1); the REQUIRED_KEYs must be among them. Exit status 1 with the first
 mismatches otherwise.
+
+actor/train_infer_* metrics get 1e-4: they measure the float difference between the engine's
+sampled-token log-probs and the trainer's, and the engine's side depends on which requests its
+continuous batching ran together (timing), so they carry ~1e-6 noise that a sequence-level
+exp(sum) amplifies (seen: 1.0000001 vs 1.0000029 in a fresh-clone CI run).
 """
 import json
 import sys
@@ -25,7 +30,8 @@ def main():
             continue
         compared.append(k)
         w = b[step].get(k)
-        if w is None or not abs(v - w) <= 1e-6 * max(1.0, abs(v)):
+        tol = 1e-4 if k.startswith("actor/train_infer_") else 1e-6
+        if w is None or not abs(v - w) <= tol * max(1.0, abs(v)):
             bad.append((k, v, w))
     missing = [k for k in required if k not in compared]
     if bad or missing:
