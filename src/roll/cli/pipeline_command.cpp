@@ -77,6 +77,13 @@ int run_multi_node(config::PipelineKind kind, config::LoadedConfig loaded, const
   try {
     rc = run_job(kind, std::move(loaded), req, po);
   } catch (const std::exception& e) {
+    // A peer's socket closing usually fails a collective before the heartbeat says the node is
+    // gone: name the node in the job's error when that is the cause.
+    if (auto lost = po.nodes->lost_node_named_in(e.what())) {
+      const std::string why = *lost + "; " + e.what();
+      po.nodes->finish(false, why);
+      throw Error(why);
+    }
     po.nodes->finish(false, e.what());
     throw;
   }

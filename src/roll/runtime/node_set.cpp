@@ -1,5 +1,7 @@
 #include "roll/runtime/node_set.h"
 
+#include <cctype>
+
 #include <fmt/format.h>
 
 #include <map>
@@ -164,6 +166,26 @@ void NodeSet::finish(bool ok, const std::string& reason) {
   log::warn("not every node acknowledged the end of the job within 5 s");
 }
 
+std::optional<std::string> NodeSet::lost_node_named_in(const std::string& error) {
+  std::unique_lock<std::mutex> lk(mu_);
+  for (size_t k = 1; k < nodes_.size(); ++k) {
+    const std::string& a = nodes_[k].address;
+    bool named = false;  // as a whole address: 10.0.0.2 must not match inside 10.0.0.23
+    for (size_t at = error.find(a); !a.empty() && at != std::string::npos && !named; at = error.find(a, at + 1)) {
+      const size_t end = at + a.size();
+      const auto part = [](char ch) { return std::isdigit(static_cast<unsigned char>(ch)) || ch == '.'; };
+      named = (at == 0 || !part(error[at - 1])) && (end == error.size() || !part(error[end]));
+    }
+    if (!named) continue;
+    const int rank = static_cast<int>(k);
+    // The monitor declares a node lost after heartbeat_timeout_ without a beat; a little more
+    // covers its polling period.
+    stop_cv_.wait_for(lk, heartbeat_timeout_ + std::chrono::seconds(2), [&] { return lost_why_.count(rank) > 0 || stop_; });
+    if (auto it = lost_why_.find(rank); it != lost_why_.end()) return it->second;
+  }
+  return std::nullopt;
+}
+
 void NodeSet::monitor() {
   struct Beat {
     int64_t value = -1;
@@ -199,6 +221,8 @@ void NodeSet::monitor() {
           const std::string why = fmt::format("was lost with {}: {}", nodes_[k].describe(), beat);
           if (!finished_) log::error("{} stopped sending heartbeats", nodes_[k].describe());
           lost_nodes.push_back(fmt::format("{} was lost: {}", nodes_[k].describe(), beat));
+          lost_why_[static_cast<int>(k)] = lost_nodes.back();
+          stop_cv_.notify_all();
           for (auto& wp : workers_)
             if (auto w = wp.lock(); w && w->node() == static_cast<int>(k) && w->running()) lost.emplace_back(w, why);
         }

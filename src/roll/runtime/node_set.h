@@ -7,6 +7,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -50,6 +51,12 @@ class NodeSet {
   // (a peer of theirs may be waiting in a collective that can no longer finish). Null to clear.
   void on_node_lost(std::function<void(const std::string&)> callback);
 
+  // When `error` names the address of a node other than the head (a collective's "connection
+  // closed by peer [A]:port" usually comes before the heartbeat timeout), waits up to the
+  // heartbeat timeout for that node to be declared lost and returns "node K (...) was lost: ...";
+  // nullopt when no such node is named or it keeps beating. Lets the job's error name the node.
+  std::optional<std::string> lost_node_named_in(const std::string& error);
+
   // The end of the job, told to every agent; waits a moment for them to see it.
   void finish(bool ok, const std::string& reason);
 
@@ -70,6 +77,7 @@ class NodeSet {
   std::vector<int> next_index_;  // per node: the next spawn index
   bool finished_ = false;
   int lost_ = 0;
+  std::map<int, std::string> lost_why_;  // node rank -> "node K (...) was lost: ...", under mu_
   std::mutex lost_cb_mu_;  // held while the callback runs, so clearing it waits for a running one
   std::function<void(const std::string&)> lost_cb_;  // nodes whose heartbeat stopped (finish() does not wait for them)
   std::condition_variable stop_cv_;
