@@ -254,19 +254,16 @@ void PipelineBase::resume(const std::string& dir) {
 
 std::map<std::string, double> eval_metric_names(const std::map<std::string, double>& val) {
   std::map<std::string, double> out;
-  auto ends_with = [](const std::string& s, const std::string& suffix) {
-    return s.size() > suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+  // The middle of `k` between `prefix` and `suffix` when it is one path segment (a tag), else "".
+  auto tag_of = [](const std::string& k, std::string_view prefix, std::string_view suffix) -> std::string {
+    if (k.size() <= prefix.size() + suffix.size() || !k.starts_with(prefix) || !k.ends_with(suffix)) return "";
+    std::string tag = k.substr(prefix.size(), k.size() - prefix.size() - suffix.size());
+    return tag.find('/') == std::string::npos ? tag : "";
   };
   for (const auto& [k, v] : val) {
-    if (k.rfind("val/env/", 0) == 0 && ends_with(k, "/success")) {
-      const std::string tag = k.substr(8, k.size() - 8 - 8);
-      if (!tag.empty() && tag.find('/') == std::string::npos) out["eval/" + tag + "/success"] = v;
-    } else if (k.rfind("val_correct/", 0) == 0 && ends_with(k, "/mean")) {
-      out["eval/" + k.substr(12, k.size() - 12 - 5) + "/accuracy"] = v;
-    } else if (k.rfind("val/", 0) == 0 && ends_with(k, "/score/mean")) {
-      const std::string tag = k.substr(4, k.size() - 4 - 11);
-      if (!tag.empty() && tag.find('/') == std::string::npos) out["eval/" + tag + "/score"] = v;
-    }
+    if (auto t = tag_of(k, "val/env/", "/success"); !t.empty()) out["eval/" + t + "/success"] = v;
+    else if (auto t2 = tag_of(k, "val_correct/", "/mean"); !t2.empty()) out["eval/" + t2 + "/accuracy"] = v;
+    else if (auto t3 = tag_of(k, "val/", "/score/mean"); !t3.empty()) out["eval/" + t3 + "/score"] = v;
   }
   return out;
 }
