@@ -19,6 +19,7 @@
 #include "roll/runtime/role.h"
 #include "roll/runtime/rpc_server.h"
 #include "roll/runtime/runtime.h"
+#include "roll/runtime/worker_launch.h"
 #include "unit/multiprocess.h"
 
 namespace roll::runtime {
@@ -173,6 +174,16 @@ TEST(RuntimeCluster, DispatchModesOverFourWorkers) {
   EXPECT_EQ(out.args["rank"], 0);
   // meta "metrics" are merged over the ranks (Batch::concat's global keys).
   EXPECT_EQ(out.batch->meta["metrics"]["rows"].size(), 4u);
+}
+
+TEST(RuntimeCluster, WorkersGetHugePageMallocUnlessTheUserChose) {
+  EXPECT_EQ(with_malloc_hugepages(""), "glibc.malloc.hugetlb=1");
+  EXPECT_EQ(with_malloc_hugepages("glibc.malloc.arena_max=2"), "glibc.malloc.arena_max=2:glibc.malloc.hugetlb=1");
+  EXPECT_EQ(with_malloc_hugepages("glibc.malloc.hugetlb=0"), "glibc.malloc.hugetlb=0");
+  const auto env = worker_environment({{"CUDA_VISIBLE_DEVICES", "3"}});
+  ASSERT_TRUE(env.count("GLIBC_TUNABLES"));
+  EXPECT_NE(env.at("GLIBC_TUNABLES").find("glibc.malloc.hugetlb="), std::string::npos);
+  EXPECT_EQ(env.at("CUDA_VISIBLE_DEVICES"), "3");
 }
 
 TEST(RuntimeCluster, WorkerIdentityThreadsAndLogFile) {

@@ -92,7 +92,13 @@ std::map<std::string, std::string> worker_environment(const std::map<std::string
   std::map<std::string, std::string> env = current_environment();
   for (const char* v : kVisibilityVars) env.erase(v);
   for (const auto& [k, v] : settings) env[k] = v;
+  env["GLIBC_TUNABLES"] = with_malloc_hugepages(env["GLIBC_TUNABLES"]);
   return env;
+}
+
+std::string with_malloc_hugepages(const std::string& tunables) {
+  if (tunables.find("glibc.malloc.hugetlb=") != std::string::npos) return tunables;  // the user's choice
+  return tunables.empty() ? "glibc.malloc.hugetlb=1" : tunables + ":glibc.malloc.hugetlb=1";
 }
 
 std::string service_bind_host() {

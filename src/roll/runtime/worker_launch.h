@@ -39,8 +39,15 @@ struct WorkerLaunch {
 };
 
 // A worker's complete environment: this process's, without any platform's device visibility
-// variable (the placement sets its own), with `settings` over it.
+// variable (the placement sets its own), with `settings` over it, and GLIBC_TUNABLES extended by
+// with_malloc_hugepages.
 std::map<std::string, std::string> worker_environment(const std::map<std::string, std::string>& settings);
+
+// GLIBC_TUNABLES `tunables` plus glibc.malloc.hugetlb=1 unless it sets hugetlb already. Why:
+// ATen tensors above glibc's mmap threshold (attention scores, activations of a training step)
+// are fresh mmaps, faulted in 4 KiB pages on every step; with transparent huge pages (madvise)
+// a training worker took ~20x fewer page faults and ~40% less CPU (docs/benchmarks.md).
+std::string with_malloc_hugepages(const std::string& tunables);
 
 // Where a service the driver hosts binds: ROLL_BIND_HOST (this node's address, set on the head
 // of a multi-node job), else 127.0.0.1.
