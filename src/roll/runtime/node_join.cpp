@@ -90,10 +90,11 @@ std::chrono::milliseconds heartbeat_timeout(const comm::EnvLookup& env) {
 }
 
 std::shared_ptr<comm::Store> host_head_store(const NodeIdentity& id) {
-  log::info("Starting roll cluster: head store on every interface at port {} (MASTER_ADDR {}, node 0 of {})",
-            id.master_port, id.master_addr, id.world_size);
   // The server listens on every interface; its own client reaches it over loopback.
-  return comm::Store::tcp({"127.0.0.1", id.master_port, true, std::chrono::seconds(60)});
+  auto store = comm::Store::tcp({"127.0.0.1", id.master_port, true, std::chrono::seconds(60)});
+  log::info("Starting roll cluster: head store on every interface at port {} (MASTER_ADDR {}, node 0 of {})",
+            store->port(), id.master_addr, id.world_size);
+  return store;
 }
 
 std::shared_ptr<comm::Store> wait_for_head(const NodeIdentity& id, std::chrono::milliseconds timeout,

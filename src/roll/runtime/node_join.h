@@ -24,7 +24,7 @@ NodeInfo this_node(const NodeIdentity& id, int devices, const std::string& devic
 std::chrono::milliseconds head_wait_timeout(const comm::EnvLookup& env);
 std::chrono::milliseconds heartbeat_timeout(const comm::EnvLookup& env);
 
-// Head: hosts the store on every interface at MASTER_PORT. Errors name the port.
+// Head: hosts the store on every interface at MASTER_PORT (0: a free port). Errors name the port.
 std::shared_ptr<comm::Store> host_head_store(const NodeIdentity& id);
 // Other nodes: waits for the head (logging as the seed does), then connects. The error after
 // `timeout` names MASTER_ADDR:MASTER_PORT. `op_timeout` bounds each store operation later (a
