@@ -13,53 +13,17 @@
 set -euo pipefail
 roll="$(readlink -f "$1")"
 root="$(cd "$(dirname "$0")/../.." && pwd)"
-[[ $(id -u) == 0 ]] || { echo "needs root (network namespaces)"; exit 1; }
-work="$(mktemp -d /tmp/roll-methodb.XXXXXX)"
-tag="$$"
-ns0="rmb0-$tag" ns1="rmb1-$tag" if0="rb0-$tag" if1="rb1-$tag"
-net="10.$((tag % 200 + 20)).$(((tag / 200) % 250 + 1)).0"
-a0="${net%.0}.1" a1="${net%.0}.2"
+# shellcheck source=tests/multinode/lib/two_nodes.sh
+source "$root/tests/multinode/lib/two_nodes.sh"
+two_nodes rmb rb 1
 port=29617
 py=/usr/bin/python3
 export ROLL_HEAD_WAIT_TIMEOUT=5 ROLL_HEARTBEAT_TIMEOUT=3
-
-cleanup() {
-  for ns in "$ns0" "$ns1"; do
-    if ip netns list | grep -qw "$ns"; then
-      ip netns pids "$ns" 2>/dev/null | xargs -r kill -9 2>/dev/null || true
-      ip netns del "$ns" 2>/dev/null || true
-    fi
-  done
-  rm -rf "$work"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-ip netns add "$ns0"
-ip netns add "$ns1"
-ip link add "$if0" type veth peer name "$if1"
-ip link set "$if0" netns "$ns0"
-ip link set "$if1" netns "$ns1"
-ip -n "$ns0" addr add "$a0/24" dev "$if0"
-ip -n "$ns1" addr add "$a1/24" dev "$if1"
-for ns in "$ns0" "$ns1"; do ip -n "$ns" link set lo up; done
-ip -n "$ns0" link set "$if0" up
-ip -n "$ns1" link set "$if1" up
-
-cd "$work"
-mkdir -p data c0 c1
-"$roll" data arithmetic --seed 3 --n 200 --split train --out data/arith_train.jsonl >/dev/null
-"$roll" data arithmetic --seed 3 --n 4 --split test --out data/arith_test.jsonl >/dev/null
-"$roll" model init --preset tiny --seed 5 --out output/models/tiny >/dev/null
-
-cfg=(--config_path "$root/examples/cpu" --config_name rlvr_arithmetic --quiet-workers
-     pretrain=output/models/tiny rollout_batch_size=4 num_return_sequences_in_group=2 save_steps=100 eval_steps=100
-     num_gpus_per_node=1 'actor_train.device_mapping=list(range(0,1))'
-     'actor_infer.device_mapping=list(range(1,2))' 'reference.device_mapping=list(range(1,2))' init_kl_coef=0.05)
+mkdir -p c0 c1
+tiny_rlvr_setup "$roll" "$root"
 # Each "machine" keeps its state files in its own folder (the namespaces share /tmp).
 n0() { ip netns exec "$ns0" env ROLL_CLUSTER_DIR="$work/c0" "$roll" "$@"; }
 n1() { ip netns exec "$ns1" env ROLL_CLUSTER_DIR="$work/c1" "$roll" "$@"; }
-show() { for f in "$@"; do echo "--- $f"; tail -40 "$f"; done; }
 fail() { echo "FAIL: $1"; shift; show "$@" c0/head.log c1/agent.log; exit 1; }
 pid_of() { $py -c "import json,sys; print(json.load(open(sys.argv[1]))['pid'])" "$1"; }
 alive() { [[ -d /proc/$1 ]] && ! grep -q '^State:.*Z' "/proc/$1/status" 2>/dev/null; }

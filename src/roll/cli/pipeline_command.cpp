@@ -103,7 +103,9 @@ int run_multi_node(config::PipelineKind kind, config::LoadedConfig loaded, const
 // The job is a Method A job whose nodes are the cluster's live nodes; their agents stay up after it.
 int run_on_cluster(config::PipelineKind kind, config::LoadedConfig loaded, const config::LoadRequest& req,
                    pipeline::PipelineOptions po, const runtime::HostPort& head) {
-  const auto heartbeat = runtime::heartbeat_timeout(comm::process_env());
+  const comm::EnvLookup env = comm::process_env();
+  const auto heartbeat = runtime::heartbeat_timeout(env);
+  const auto join_wait = runtime::head_wait_timeout(env);
   auto job = runtime::ClusterJob::open(head, heartbeat);
   const config::PlacementPlan plan = config::make_placement_plan(loaded.config, loaded.platform);
   job->check_fits(plan);
@@ -113,7 +115,7 @@ int run_on_cluster(config::PipelineKind kind, config::LoadedConfig loaded, const
   auto store = runtime::host_head_store(id);
   job->announce(fmt::format("{} {}", config::pipeline_kind_name(kind), loaded.config.exp_name.value_or("")), plan, store->port());
   const int rc = run_head(kind, std::move(loaded), req, std::move(po),
-                          runtime::NodeSet::start_head(id, self, heartbeat, std::move(store)));
+                          runtime::NodeSet::start_head(id, self, heartbeat, std::move(store), join_wait));
   job->end(rc == 0 ? "ok" : fmt::format("the driver exited with status {}", rc));
   return rc;
 }

@@ -61,12 +61,8 @@ int run_agent_daemon(const AgentDaemonOptions& o) {
     log::set_identity("NODE", node_id, 0);
     self = this_node(as_node, o.devices, o.device_key);
     store->set(cluster_keys::node(node_id), self.to_json().dump());
-    DaemonRecord r;
-    r.role = DaemonRole::agent;
-    r.pid = getpid();
-    r.address = head;
+    DaemonRecord r = this_daemon(DaemonRole::agent, head, o.log_file);
     r.node_id = node_id;
-    r.log_file = o.log_file;
     write_daemon_record(o.state_dir, r);
   } catch (const std::exception& e) {
     log::error("{}", e.what());

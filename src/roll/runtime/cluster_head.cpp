@@ -104,12 +104,8 @@ int run_head_daemon(const HeadDaemonOptions& o) {
     view.heartbeat_timeout_s = std::chrono::duration<double>(o.heartbeat_timeout).count();
     view.nodes.push_back(head);
     store->set(cluster_keys::kView, view.to_json().dump());
-    DaemonRecord r;
-    r.role = DaemonRole::head;
-    r.pid = getpid();
-    r.address = view.head_address;
+    DaemonRecord r = this_daemon(DaemonRole::head, view.head_address, o.log_file);
     r.dashboard_port = o.dashboard_port;
-    r.log_file = o.log_file;
     write_daemon_record(o.state_dir, r);
   } catch (const std::exception& e) {
     log::error("{}", e.what());

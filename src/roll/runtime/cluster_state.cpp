@@ -28,6 +28,15 @@ HostPort parse_host_port(const std::string& text, const std::string& what) {
 
 const char* daemon_role_name(DaemonRole role) { return role == DaemonRole::head ? "head" : "agent"; }
 
+DaemonRecord this_daemon(DaemonRole role, const std::string& address, const std::string& log_file) {
+  DaemonRecord r;
+  r.role = role;
+  r.pid = getpid();
+  r.address = address;
+  r.log_file = log_file;
+  return r;
+}
+
 std::string cluster_dir(const comm::EnvLookup& env) { return env("ROLL_CLUSTER_DIR").value_or("/tmp/rollcpp"); }
 
 std::string state_file(const std::string& dir, DaemonRole role) {

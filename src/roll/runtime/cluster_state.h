@@ -33,6 +33,9 @@ struct DaemonRecord {
   std::string log_file;
 };
 
+// The record of a daemon that is this process.
+DaemonRecord this_daemon(DaemonRole role, const std::string& address, const std::string& log_file);
+
 std::string cluster_dir(const comm::EnvLookup& env);  // $ROLL_CLUSTER_DIR or /tmp/rollcpp
 std::string state_file(const std::string& dir, DaemonRole role);
 

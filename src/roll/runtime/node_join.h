@@ -32,8 +32,10 @@ std::shared_ptr<comm::Store> host_head_store(const NodeIdentity& id);
 std::shared_ptr<comm::Store> wait_for_head(const NodeIdentity& id, std::chrono::milliseconds timeout,
                                            std::chrono::milliseconds op_timeout);
 
-// Registers `self`, then waits (no timeout, as the seed) until every node joined; returns them
-// in rank order. Errors name a node whose RANK is taken twice or whose WORLD_SIZE differs.
-std::vector<NodeInfo> join_nodes(comm::Store& store, const NodeInfo& self);
+// Registers `self`, then waits (no timeout, as the seed; or up to `timeout` when it is positive:
+// a manual cluster's nodes are known to be up) until every node joined; returns them in rank
+// order. Errors name a node whose RANK is taken twice or whose WORLD_SIZE differs.
+std::vector<NodeInfo> join_nodes(comm::Store& store, const NodeInfo& self,
+                                 std::chrono::milliseconds timeout = std::chrono::milliseconds(0));
 
 }  // namespace roll::runtime

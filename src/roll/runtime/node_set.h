@@ -33,7 +33,8 @@ class NodeSet {
   // tells its nodes the port first), registers the head, waits until every node joined.
   static std::shared_ptr<NodeSet> start_head(const NodeIdentity& id, const NodeInfo& self,
                                              std::chrono::milliseconds heartbeat_timeout,
-                                             std::shared_ptr<comm::Store> store = nullptr);
+                                             std::shared_ptr<comm::Store> store = nullptr,
+                                             std::chrono::milliseconds join_timeout = std::chrono::milliseconds(0));
   ~NodeSet();  // stops the monitor
   NodeSet(const NodeSet&) = delete;
   NodeSet& operator=(const NodeSet&) = delete;
