@@ -12,48 +12,12 @@
 set -euo pipefail
 roll="$(readlink -f "$1")"
 root="$(cd "$(dirname "$0")/../.." && pwd)"
-[[ $(id -u) == 0 ]] || { echo "needs root (network namespaces)"; exit 1; }
-work="$(mktemp -d /tmp/roll-multinode.XXXXXX)"
-tag="$$"
-ns0="rmn0-$tag" ns1="rmn1-$tag" if0="rv0-$tag" if1="rv1-$tag"
-net="10.$((tag % 200 + 20)).$(((tag / 200) % 250)).0"
-a0="${net%.0}.1" a1="${net%.0}.2"
+# shellcheck source=tests/multinode/lib/two_nodes.sh
+source "$root/tests/multinode/lib/two_nodes.sh"
+two_nodes rmn rv 0
 port=29517
 py=/usr/bin/python3
-
-cleanup() {
-  for ns in "$ns0" "$ns1"; do
-    if ip netns list | grep -qw "$ns"; then
-      ip netns pids "$ns" 2>/dev/null | xargs -r kill -9 2>/dev/null || true
-      ip netns del "$ns" 2>/dev/null || true
-    fi
-  done
-  rm -rf "$work"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-ip netns add "$ns0"
-ip netns add "$ns1"
-ip link add "$if0" type veth peer name "$if1"
-ip link set "$if0" netns "$ns0"
-ip link set "$if1" netns "$ns1"
-ip -n "$ns0" addr add "$a0/24" dev "$if0"
-ip -n "$ns1" addr add "$a1/24" dev "$if1"
-for ns in "$ns0" "$ns1"; do ip -n "$ns" link set lo up; done
-ip -n "$ns0" link set "$if0" up
-ip -n "$ns1" link set "$if1" up
-
-cd "$work"
-mkdir -p data
-"$roll" data arithmetic --seed 3 --n 200 --split train --out data/arith_train.jsonl >/dev/null
-"$roll" data arithmetic --seed 3 --n 4 --split test --out data/arith_test.jsonl >/dev/null
-"$roll" model init --preset tiny --seed 5 --out output/models/tiny >/dev/null
-
-cfg=(--config_path "$root/examples/cpu" --config_name rlvr_arithmetic --quiet-workers
-     pretrain=output/models/tiny rollout_batch_size=4 num_return_sequences_in_group=2 save_steps=100 eval_steps=100
-     num_gpus_per_node=1 'actor_train.device_mapping=list(range(0,1))'
-     'actor_infer.device_mapping=list(range(1,2))' 'reference.device_mapping=list(range(1,2))' init_kl_coef=0.05)
+tiny_rlvr_setup "$roll" "$root"
 node_env() {  # rank
   echo RANK="$1" WORLD_SIZE=2 MASTER_ADDR="$a0" MASTER_PORT="$port" ROLL_HEAD_WAIT_TIMEOUT=60
 }
@@ -63,12 +27,15 @@ on() {  # ns rank log overrides... (ROLL_* variables of the caller pass through 
   # shellcheck disable=SC2046
   ip netns exec "$ns" env $(node_env "$rank") "$roll" rlvr "${cfg[@]}" "$@" > "$log" 2>&1
 }
+wait_for_line() {  # file pattern seconds
+  for _ in $(seq 1 $(($3 * 10))); do grep -q "$2" "$1" 2>/dev/null && return 0; sleep 0.1; done
+  echo "no '$2' in $1 within $3 s"; show "$1"; return 1
+}
 no_process_left() {
   local left
   left="$(ip netns pids "$ns0"; ip netns pids "$ns1")"
   [[ -z "$left" ]] || { echo "processes left: $left"; ps -o pid,args -p "$(echo $left | tr ' ' ,)" || true; return 1; }
 }
-show() { for f in "$@"; do echo "--- $f"; tail -30 "$f"; done; }
 
 echo "== A: both nodes together, 2 steps"
 on "$ns1" 1 a1.log output_dir=./outa exp_name=a max_steps=2 & p1=$!
@@ -121,8 +88,10 @@ no_process_left
 
 echo "== B: the worker node first, the head 3 s later"
 on "$ns1" 1 b1.log output_dir=./outb exp_name=b max_steps=1 & p1=$!
+# The head starts once the worker node waits for it (3 s later, or as soon as a loaded machine
+# got the worker node that far).
+wait_for_line b1.log "Waiting for roll head node at $a0:$port to become available..." 60
 sleep 3
-grep -q "Waiting for roll head node at $a0:$port to become available..." b1.log
 on "$ns0" 0 b0.log output_dir=./outb exp_name=b max_steps=1 & p0=$!
 rc0=0 rc1=0
 wait $p0 || rc0=$?
@@ -142,11 +111,6 @@ t1=$(date +%s.%N)
 grep -q "roll head node at ${net%.0}.99:$port did not become available within 5s" c1.log || { show c1.log; exit 1; }
 $py -c "import sys; d=$t1-$t0; print('C: failed after %.1f s' % d); sys.exit(0 if d <= 7.0 else 1)"
 no_process_left
-
-wait_for_line() {  # file pattern seconds
-  for _ in $(seq 1 $(($3 * 10))); do grep -q "$2" "$1" 2>/dev/null && return 0; sleep 0.1; done
-  echo "no '$2' in $1 within $3 s"; show "$1"; return 1
-}
 
 echo "== D: the worker node's processes killed mid-run"
 ROLL_HEARTBEAT_TIMEOUT=3 on "$ns1" 1 d1.log output_dir=./outd exp_name=d max_steps=50 & p1=$!

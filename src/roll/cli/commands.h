@@ -15,6 +15,9 @@ void register_worker(CLI::App& app);
 void register_data(CLI::App& app);
 void register_pipelines(CLI::App& app);
 void register_report(CLI::App& app);
+void register_start(CLI::App& app);   // the manual cluster (Method B): start, status, stop
+void register_status(CLI::App& app);
+void register_stop(CLI::App& app);
 
 void set_exit_code(int code);
 int exit_code();

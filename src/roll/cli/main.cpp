@@ -20,6 +20,9 @@ int main(int argc, char** argv) {
   roll::cli::register_data(app);
   roll::cli::register_pipelines(app);
   roll::cli::register_report(app);
+  roll::cli::register_start(app);
+  roll::cli::register_status(app);
+  roll::cli::register_stop(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

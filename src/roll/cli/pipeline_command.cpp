@@ -2,7 +2,7 @@
 // `python examples/start_{rlvr,sft}_pipeline.py --config_path P --config_name N`, with key=value
 // overrides. Loads and validates the config, then runs the pipeline's driver, which starts the
 // worker processes of the placement plan (DESIGN section 3); with WORLD_SIZE > 1, on every node
-// (the seed's Method A).
+// (the seed's Method A); on the nodes of a `roll start` cluster (Method B).
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
@@ -13,12 +13,14 @@
 
 #include "roll/cli/commands.h"
 #include "roll/cli/config_options.h"
+#include "roll/comm/store.h"
 #include "roll/config/load.h"
 #include "roll/core/error.h"
 #include "roll/core/log.h"
 #include "roll/pipeline/agentic_pipeline.h"
 #include "roll/pipeline/rlvr_pipeline.h"
 #include "roll/pipeline/sft_pipeline.h"
+#include "roll/runtime/cluster_job.h"
 #include "roll/runtime/node_agent.h"
 #include "roll/runtime/node_identity.h"
 #include "roll/runtime/node_join.h"
@@ -42,6 +44,28 @@ int run_job(config::PipelineKind kind, config::LoadedConfig loaded, const config
     case config::PipelineKind::sft: return pipeline::SftPipeline(std::move(loaded), req, po).run();
     default: throw NotSupportedError(fmt::format("`roll {}`", config::pipeline_kind_name(kind)));
   }
+}
+
+// The head of a multi-node job: runs the driver over `nodes`, then tells every node how it ended.
+int run_head(config::PipelineKind kind, config::LoadedConfig loaded, const config::LoadRequest& req,
+             pipeline::PipelineOptions po, std::shared_ptr<runtime::NodeSet> nodes) {
+  po.nodes = std::move(nodes);
+  int rc = 1;
+  try {
+    rc = run_job(kind, std::move(loaded), req, po);
+  } catch (const std::exception& e) {
+    // A peer's socket closing usually fails a collective before the heartbeat says the node is
+    // gone: name the node in the job's error when that is the cause.
+    if (auto lost = po.nodes->lost_node_named_in(e.what())) {
+      const std::string why = *lost + "; " + e.what();
+      po.nodes->finish(false, why);
+      throw Error(why);
+    }
+    po.nodes->finish(false, e.what());
+    throw;
+  }
+  po.nodes->finish(rc == 0, rc == 0 ? "" : fmt::format("the driver exited with status {}", rc));
+  return rc;
 }
 
 // The seed's Method A (spec 7): the same command on every node. The head (RANK 0) hosts the
@@ -72,22 +96,27 @@ int run_multi_node(config::PipelineKind kind, config::LoadedConfig loaded, const
   }
   // The driver's own services (agentic routers and queues) bind where other nodes reach them.
   setenv("ROLL_BIND_HOST", self.address.c_str(), 1);
-  po.nodes = runtime::NodeSet::start_head(id, self, heartbeat);
-  int rc = 1;
-  try {
-    rc = run_job(kind, std::move(loaded), req, po);
-  } catch (const std::exception& e) {
-    // A peer's socket closing usually fails a collective before the heartbeat says the node is
-    // gone: name the node in the job's error when that is the cause.
-    if (auto lost = po.nodes->lost_node_named_in(e.what())) {
-      const std::string why = *lost + "; " + e.what();
-      po.nodes->finish(false, why);
-      throw Error(why);
-    }
-    po.nodes->finish(false, e.what());
-    throw;
-  }
-  po.nodes->finish(rc == 0, rc == 0 ? "" : fmt::format("the driver exited with status {}", rc));
+  return run_head(kind, std::move(loaded), req, std::move(po), runtime::NodeSet::start_head(id, self, heartbeat));
+}
+
+// The seed's Method B: `roll start` daemons are up and the pipeline runs on the head machine only.
+// The job is a Method A job whose nodes are the cluster's live nodes; their agents stay up after it.
+int run_on_cluster(config::PipelineKind kind, config::LoadedConfig loaded, const config::LoadRequest& req,
+                   pipeline::PipelineOptions po, const runtime::HostPort& head) {
+  const comm::EnvLookup env = comm::process_env();
+  const auto heartbeat = runtime::heartbeat_timeout(env);
+  const auto join_wait = runtime::head_wait_timeout(env);
+  auto job = runtime::ClusterJob::open(head, heartbeat);
+  const config::PlacementPlan plan = config::make_placement_plan(loaded.config, loaded.platform);
+  job->check_fits(plan);
+  const runtime::NodeIdentity& id = job->identity();
+  const runtime::NodeInfo self = runtime::this_node(id, job->head().info.devices, job->head().info.device_key);
+  setenv("ROLL_BIND_HOST", self.address.c_str(), 1);
+  auto store = runtime::host_head_store(id);
+  job->announce(fmt::format("{} {}", config::pipeline_kind_name(kind), loaded.config.exp_name.value_or("")), plan, store->port());
+  const int rc = run_head(kind, std::move(loaded), req, std::move(po),
+                          runtime::NodeSet::start_head(id, self, heartbeat, std::move(store), join_wait));
+  job->end(rc == 0 ? "ok" : fmt::format("the driver exited with status {}", rc));
   return rc;
 }
 
@@ -101,6 +130,12 @@ int run_pipeline(config::PipelineKind kind, const PipelineCliOptions& o) {
   po.forward_worker_output = !o.quiet_workers;
   po.eval_only = o.eval_only;
   const runtime::NodeIdentity id = runtime::node_identity(comm::process_env());
+  // ROLL_ADDRESS (as RAY_ADDRESS) names a cluster; else Method A's variables; else a `roll start`
+  // head on this machine.
+  const comm::EnvLookup env = comm::process_env();
+  if (env("ROLL_ADDRESS") || !id.multi_node())
+    if (auto head = runtime::cluster_address(env))
+      return run_on_cluster(kind, std::move(loaded), req, std::move(po), *head);
   if (id.multi_node()) return run_multi_node(kind, std::move(loaded), req, std::move(po), id);
   return run_job(kind, std::move(loaded), req, po);
 }

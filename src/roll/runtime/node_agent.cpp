@@ -24,6 +24,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 struct AgentWorker {
+  std::string name;
   std::shared_ptr<ChildProcess> process;
   std::optional<Clock::time_point> kill_at;  // SIGKILL then, after the head's stop request
   bool reported = false;
@@ -46,6 +47,14 @@ int run_node_agent(const NodeIdentity& id, const std::shared_ptr<comm::Store>& s
   const std::string run_dir = make_run_dir();
   std::map<int, AgentWorker> workers;
   int next_spawn = 0;
+  std::vector<std::string> reported_running;
+  auto report_running = [&] {
+    if (!o.on_workers) return;
+    std::vector<std::string> running;
+    for (auto& [i, w] : workers)
+      if (w.process->running()) running.push_back(w.name);
+    if (running != reported_running) o.on_workers(reported_running = std::move(running));
+  };
   auto stop_all = [&] {
     for (auto& [i, w] : workers) w.process->signal(SIGTERM);
     for (auto& [i, w] : workers) w.process->stop(std::chrono::milliseconds(2000));
@@ -118,6 +127,7 @@ int run_node_agent(const NodeIdentity& id, const std::shared_ptr<comm::Store>& s
           auto p = ChildProcess::spawn(std::move(so));
           store->set(node_keys::spawned(id.rank, index), nlohmann::json{{"pid", p->pid()}}.dump());
           log::info("node {}: started worker {} (pid {})", id.rank, req.name, p->pid());
+          workers[index].name = req.name;
           workers[index].process = std::move(p);
         } catch (const std::exception& e) {
           store->set(node_keys::spawned(id.rank, index), nlohmann::json{{"error", e.what()}}.dump());
@@ -139,6 +149,7 @@ int run_node_agent(const NodeIdentity& id, const std::shared_ptr<comm::Store>& s
           w.process->signal(SIGKILL);
         }
       }
+      report_running();
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
   } catch (const std::exception& e) {

@@ -5,6 +5,7 @@
 // It returns 0 when the head reports success, non-zero with the reason when the head reports a
 // failure, goes away, or stops beating for ROLL_HEARTBEAT_TIMEOUT; its workers never outlive it.
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -21,6 +22,9 @@ struct NodeAgentOptions {
   std::vector<std::string> worker_command;  // e.g. {"/path/roll", "worker"}
   std::chrono::milliseconds heartbeat_timeout{std::chrono::seconds(60)};
   bool forward_output = true;
+  // Called with the names of the workers running now whenever that set changes (a manual
+  // cluster's agent reports them to its head for `roll status`).
+  std::function<void(const std::vector<std::string>&)> on_workers;
 };
 
 // `store`: the connection wait_for_head made (this node has joined already).

@@ -90,10 +90,11 @@ std::chrono::milliseconds heartbeat_timeout(const comm::EnvLookup& env) {
 }
 
 std::shared_ptr<comm::Store> host_head_store(const NodeIdentity& id) {
-  log::info("Starting roll cluster: head store on every interface at port {} (MASTER_ADDR {}, node 0 of {})",
-            id.master_port, id.master_addr, id.world_size);
   // The server listens on every interface; its own client reaches it over loopback.
-  return comm::Store::tcp({"127.0.0.1", id.master_port, true, std::chrono::seconds(60)});
+  auto store = comm::Store::tcp({"127.0.0.1", id.master_port, true, std::chrono::seconds(60)});
+  log::info("Starting roll cluster: head store on every interface at port {} (MASTER_ADDR {}, node 0 of {})",
+            store->port(), id.master_addr, id.world_size);
+  return store;
 }
 
 std::shared_ptr<comm::Store> wait_for_head(const NodeIdentity& id, std::chrono::milliseconds timeout,
@@ -120,7 +121,8 @@ std::shared_ptr<comm::Store> wait_for_head(const NodeIdentity& id, std::chrono::
   return comm::Store::tcp({id.master_addr, id.master_port, false, op_timeout});
 }
 
-std::vector<NodeInfo> join_nodes(comm::Store& store, const NodeInfo& self) {
+std::vector<NodeInfo> join_nodes(comm::Store& store, const NodeInfo& self, std::chrono::milliseconds timeout) {
+  const auto t0 = Clock::now();
   const std::string claim = fmt::format("nodes/{}/claimed", self.rank);
   if (store.add(claim, 1) != 1)
     throw Error(fmt::format("RANK={}: another node already joined with this rank (each node needs its own RANK)",
@@ -130,6 +132,10 @@ std::vector<NodeInfo> join_nodes(comm::Store& store, const NodeInfo& self) {
   for (;;) {
     const int joined = static_cast<int>(store.add(node_keys::kJoined, 0));
     if (joined >= self.world_size) break;
+    if (timeout.count() > 0 && Clock::now() - t0 > timeout)
+      throw Error(fmt::format("only {} of {} nodes joined within {:.0f} s (ROLL_HEAD_WAIT_TIMEOUT): a node agent of "
+                              "the cluster did not take the job (see its log, `roll status`)",
+                              joined, self.world_size, std::chrono::duration<double>(timeout).count()));
     log::info("{}", join_progress_line(joined, self.world_size));
     std::this_thread::sleep_for(std::chrono::seconds(1));
   }

@@ -24,7 +24,7 @@ NodeInfo this_node(const NodeIdentity& id, int devices, const std::string& devic
 std::chrono::milliseconds head_wait_timeout(const comm::EnvLookup& env);
 std::chrono::milliseconds heartbeat_timeout(const comm::EnvLookup& env);
 
-// Head: hosts the store on every interface at MASTER_PORT. Errors name the port.
+// Head: hosts the store on every interface at MASTER_PORT (0: a free port). Errors name the port.
 std::shared_ptr<comm::Store> host_head_store(const NodeIdentity& id);
 // Other nodes: waits for the head (logging as the seed does), then connects. The error after
 // `timeout` names MASTER_ADDR:MASTER_PORT. `op_timeout` bounds each store operation later (a
@@ -32,8 +32,10 @@ std::shared_ptr<comm::Store> host_head_store(const NodeIdentity& id);
 std::shared_ptr<comm::Store> wait_for_head(const NodeIdentity& id, std::chrono::milliseconds timeout,
                                            std::chrono::milliseconds op_timeout);
 
-// Registers `self`, then waits (no timeout, as the seed) until every node joined; returns them
-// in rank order. Errors name a node whose RANK is taken twice or whose WORLD_SIZE differs.
-std::vector<NodeInfo> join_nodes(comm::Store& store, const NodeInfo& self);
+// Registers `self`, then waits (no timeout, as the seed; or up to `timeout` when it is positive:
+// a manual cluster's nodes are known to be up) until every node joined; returns them in rank
+// order. Errors name a node whose RANK is taken twice or whose WORLD_SIZE differs.
+std::vector<NodeInfo> join_nodes(comm::Store& store, const NodeInfo& self,
+                                 std::chrono::milliseconds timeout = std::chrono::milliseconds(0));
 
 }  // namespace roll::runtime

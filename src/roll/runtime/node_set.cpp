@@ -88,13 +88,15 @@ class RemoteWorker : public WorkerProcess {
 };
 
 std::shared_ptr<NodeSet> NodeSet::start_head(const NodeIdentity& id, const NodeInfo& self,
-                                             std::chrono::milliseconds heartbeat_timeout) {
+                                             std::chrono::milliseconds heartbeat_timeout,
+                                             std::shared_ptr<comm::Store> store,
+                                             std::chrono::milliseconds join_timeout) {
   std::shared_ptr<NodeSet> s(new NodeSet());
   s->id_ = id;
   s->heartbeat_timeout_ = heartbeat_timeout;
-  s->store_ = host_head_store(id);
+  s->store_ = store ? std::move(store) : host_head_store(id);
   s->link_ = comm::Store::tcp({"127.0.0.1", s->store_->port(), false, std::chrono::seconds(60)});
-  s->nodes_ = join_nodes(*s->store_, self);
+  s->nodes_ = join_nodes(*s->store_, self, join_timeout);
   s->next_index_.assign(s->nodes_.size(), 0);
   s->thread_ = std::thread([p = s.get()] { p->monitor(); });
   return s;

@@ -29,9 +29,12 @@ class RemoteWorker;
 
 class NodeSet {
  public:
-  // Hosts the store at MASTER_PORT, registers the head, waits until every node joined.
+  // Hosts the store at MASTER_PORT (or takes `store`, hosted already: a manual cluster's job
+  // tells its nodes the port first), registers the head, waits until every node joined.
   static std::shared_ptr<NodeSet> start_head(const NodeIdentity& id, const NodeInfo& self,
-                                             std::chrono::milliseconds heartbeat_timeout);
+                                             std::chrono::milliseconds heartbeat_timeout,
+                                             std::shared_ptr<comm::Store> store = nullptr,
+                                             std::chrono::milliseconds join_timeout = std::chrono::milliseconds(0));
   ~NodeSet();  // stops the monitor
   NodeSet(const NodeSet&) = delete;
   NodeSet& operator=(const NodeSet&) = delete;
