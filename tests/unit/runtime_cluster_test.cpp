@@ -283,6 +283,29 @@ TEST(RuntimeCluster, KilledWorkerFailsThePendingCallQuicklyNamingIt) {
   EXPECT_TRUE(all_gone_within(pids, 5s));
 }
 
+// The request router's own clients (Cluster::connect) fail with the cluster: a call pending on a
+// live rank fails when another rank dies, as no reset would arrive if a link went down.
+TEST(RuntimeCluster, ConnectedClientsFailWithTheCluster) {
+  std::string dir = test::make_scratch_dir();
+  Runtime rt(test_options(dir));
+  auto c = rt.start(cpu_cluster("actor_infer", 2));
+  auto router_client = c->connect(0);
+  auto pending = router_client->call("sleep", Payload(json{{"ms", 20000}}));
+  std::this_thread::sleep_for(200ms);
+  const pid_t dead = c->pid(1);
+  kill(dead, SIGKILL);
+  ASSERT_EQ(pending.wait_for(5s), std::future_status::ready) << "the live rank's call did not fail";
+  try {
+    pending.get();
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("actor_infer-1 (cluster actor_infer, rank 1"), std::string::npos) << e.what();
+  }
+  // A client made after the failure fails at once.
+  EXPECT_THROW(c->connect(0)->call("echo", Payload(json::object())).get(), Error);
+  rt.shutdown();
+}
+
 // The driver of this test is a child process: SIGKILL it and every worker must end within 5 s.
 TEST(RuntimeCluster, WorkersDieWithTheDriver) {
   if (auto ctx = test::child_context()) {

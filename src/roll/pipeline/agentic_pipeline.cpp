@@ -148,7 +148,7 @@ void AgenticPipeline::on_started() {
   const auto& c = config();
   auto& infer = cluster("actor_infer");
   for (int r = 0; r < infer.world_size(); ++r)
-    impl_->infer_ranks.push_back(std::make_shared<runtime::RpcClient>(infer.endpoint(r), infer.describe(r)));
+    impl_->infer_ranks.push_back(infer.connect(r));
   impl_->train_router = std::make_unique<workers::RequestRouter>(impl_->infer_ranks, workers::RouterKind::env_affinity,
                                                                  c.max_running_requests);
   impl_->val_router = std::make_unique<workers::RequestRouter>(impl_->infer_ranks, workers::RouterKind::env_affinity,

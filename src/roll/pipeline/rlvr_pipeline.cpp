@@ -55,7 +55,7 @@ void RlvrPipeline::on_started() {
   impl_->data.emplace(RlvrPromptData::load(c, model_dir));
   auto& infer = cluster("actor_infer");
   for (int r = 0; r < infer.world_size(); ++r)
-    impl_->infer_ranks.push_back(std::make_shared<runtime::RpcClient>(infer.endpoint(r), infer.describe(r)));
+    impl_->infer_ranks.push_back(infer.connect(r));
   impl_->router = std::make_unique<workers::RequestRouter>(impl_->infer_ranks, workers::RouterKind::prompt_affinity,
                                                            c.max_running_requests);
   impl_->kl = rl::KlController::from_config(c.init_kl_coef, c.target_kl, c.kl_horizon);
@@ -71,7 +71,7 @@ void RlvrPipeline::on_started() {
     if (c.generate_opt_level != 1) continue;
     auto& rc = cluster("reward-" + d.domain);
     for (int r = 0; r < rc.world_size(); ++r)
-      impl_->reward_ranks[d.domain].push_back(std::make_shared<runtime::RpcClient>(rc.endpoint(r), rc.describe(r)));
+      impl_->reward_ranks[d.domain].push_back(rc.connect(r));
   }
   log::info("RLVR generation: generate_opt_level {}{}", c.generate_opt_level,
             c.generate_opt_level == 1 && c.is_use_additional_prompts

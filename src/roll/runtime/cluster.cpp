@@ -177,6 +177,16 @@ void Cluster::fail_locked(const std::string& reason) {
   if (!failure_) failure_ = reason;
   for (auto& w : workers_)
     if (w.client) w.client->fail_all(reason);
+  for (auto& weak : extra_clients_)
+    if (auto c = weak.lock()) c->fail_all(reason);
+}
+
+std::shared_ptr<RpcClient> Cluster::connect(int rank) {
+  auto c = std::make_shared<RpcClient>(endpoint(rank), describe(rank));
+  std::lock_guard<std::mutex> g(mu_);
+  if (failure_) c->fail_all(*failure_);
+  extra_clients_.push_back(c);
+  return c;
 }
 
 void Cluster::fail_calls(const std::string& reason) {

@@ -64,6 +64,10 @@ class Cluster {
   std::string describe(int rank) const;
   // Nullopt while every worker runs; else why the first dead one ended, with its last lines.
   std::optional<std::string> failure() const;
+  // A further client of rank's endpoint (the request router's own connections). It fails with
+  // this cluster's calls when a worker is lost: a link that goes down sends no reset, so a
+  // client the cluster did not know would wait for answers until its own timeout.
+  std::shared_ptr<RpcClient> connect(int rank);
 
   // Asks every worker to stop, then signals those that do not (no orphans).
   void shutdown(std::chrono::milliseconds grace = std::chrono::milliseconds(3000));
@@ -88,6 +92,7 @@ class Cluster {
   Runtime& runtime_;
   ClusterSpec spec_;
   std::vector<Worker> workers_;
+  std::vector<std::weak_ptr<RpcClient>> extra_clients_;  // from connect(), failed with the cluster
   mutable std::mutex mu_;
   std::optional<std::string> failure_;
   bool stopping_ = false;
