@@ -109,12 +109,12 @@ TEST(RuntimeNodeIdentity, ErrorsNameTheVariable) {
             std::string::npos);
 }
 
-TEST(RuntimeNodeAddress, SingleNodeIsLoopback) {
+TEST(RuntimeNodeIdentityAddress, SingleNodeIsLoopback) {
   NodeAddress a = node_address(fake({}), NodeIdentity{});
   EXPECT_EQ(a.address, "127.0.0.1");
 }
 
-TEST(RuntimeNodeAddress, NamedAddressOrInterfaceWins) {
+TEST(RuntimeNodeIdentityAddress, NamedAddressOrInterfaceWins) {
   NodeIdentity id;
   id.world_size = 2;
   id.master_addr = "10.255.255.1";
@@ -135,7 +135,7 @@ TEST(RuntimeNodeAddress, NamedAddressOrInterfaceWins) {
   EXPECT_EQ(node_address(fake({{"ROLL_BIND_HOST", "10.3.3.3"}, {"HCCL_IF_IP", "10.1.1.7"}}), id).address, "10.1.1.7");
 }
 
-TEST(RuntimeNodeAddress, RoutesTowardsTheMasterWithoutAVariable) {
+TEST(RuntimeNodeIdentityAddress, RoutesTowardsTheMasterWithoutAVariable) {
   NodeIdentity id;
   id.world_size = 2;
   id.master_addr = "127.0.0.1";  // the kernel's source address towards loopback is loopback
