@@ -1,5 +1,5 @@
 # The learning part of scripts/demo (issue #10, docs/demo.md): SFT warm start -> greedy eval ->
-# GRPO -> greedy eval, for FrozenLake (roll agentic) and arithmetic (roll rlvr), in $demo.
+# RL -> greedy eval, for FrozenLake (roll agentic, GiGPO) and arithmetic (roll rlvr, GRPO), in $demo.
 # Sourced by scripts/demo; needs $rollabs (the roll binary), $demo (an empty folder), $ROLL_ROOT.
 # Writes $demo/phases.tsv: phase, wall seconds; $demo/results.tsv: task, metric, before, after, steps.
 
@@ -34,14 +34,14 @@ last_checkpoint() {
 }
 
 # rl_between_evals P PIPELINE CONFIG SFT_DIR RL_DIR TASK METRIC: greedy eval of SFT_DIR's last
-# checkpoint, GRPO from it (`roll PIPELINE` with examples/demo/CONFIG), greedy eval of RL_DIR's
-# last checkpoint; phases P-eval-sft, P-grpo, P-eval-rl; one line of results.tsv.
+# checkpoint, RL from it (`roll PIPELINE` with examples/demo/CONFIG: GRPO or GiGPO), greedy eval of
+# RL_DIR's last checkpoint; phases P-eval-sft, P-rl, P-eval-rl; one line of results.tsv.
 rl_between_evals() {
   local p="$1" pipeline="$2" config="$3" sft_dir="$4" rl_dir="$5" task="$6" metric="$7" sft rl
   local cfg=(--config_path "$demo_examples" --config_name "$config" --quiet-workers)
   sft="$(last_checkpoint "$sft_dir")"
   run_phase "$p-eval-sft" "$rollabs" "$pipeline" "${cfg[@]}" --eval-only pretrain="$sft" output_dir="output/demo/$p-eval-sft"
-  run_phase "$p-grpo" "$rollabs" "$pipeline" "${cfg[@]}" pretrain="$sft"
+  run_phase "$p-rl" "$rollabs" "$pipeline" "${cfg[@]}" pretrain="$sft"
   rl="$(last_checkpoint "$rl_dir")"
   run_phase "$p-eval-rl" "$rollabs" "$pipeline" "${cfg[@]}" --eval-only pretrain="$rl" output_dir="output/demo/$p-eval-rl"
   printf '%s\t%s\t%s\t%s\t%s\n' "$task" "$metric" "$(eval_metric "output/demo/$p-eval-sft" "$metric")" \
@@ -50,15 +50,16 @@ rl_between_evals() {
 
 demo_frozen_lake() {
   local cfg=(--config_path "$demo_examples")
+  # 8 heads of 16 and RoPE base 100: docs/demo.md (FrozenLake) says why.
   run_phase fl-init "$rollabs" model init --preset tiny --hidden-size 128 --layers 4 --intermediate-size 512 \
-    --heads 4 --kv-heads 2 --vocab 1024 --seed 1 --out output/demo/models/frozen-lake-init
-  run_phase fl-data sh -c "'$rollabs' data expert ${cfg[*]} --config_name frozen_lake_grpo --seed 1 --n 9000 \
+    --heads 8 --kv-heads 4 --vocab 512 --rope-theta 100 --seed 1 --out output/demo/models/frozen-lake-init
+  run_phase fl-data sh -c "'$rollabs' data expert ${cfg[*]} --config_name frozen_lake_gigpo --seed 1 --n 8000 \
       --noise 0.1 --out output/demo/data/frozen_lake_sft_train.jsonl &&
-    '$rollabs' data expert ${cfg[*]} --config_name frozen_lake_grpo --seed 2 --n 64 --noise 0 \
+    '$rollabs' data expert ${cfg[*]} --config_name frozen_lake_gigpo --seed 2 --n 64 --noise 0 \
       --out output/demo/data/frozen_lake_sft_val.jsonl"
   run_phase fl-sft "$rollabs" sft "${cfg[@]}" --config_name frozen_lake_sft --quiet-workers
-  rl_between_evals fl agentic frozen_lake_grpo output/demo/frozen-lake-sft/sft_train \
-    output/demo/frozen-lake-grpo/actor_train FrozenLake eval/FrozenLake/success
+  rl_between_evals fl agentic frozen_lake_gigpo output/demo/frozen-lake-sft/sft_train \
+    output/demo/frozen-lake-gigpo/actor_train FrozenLake eval/FrozenLake/success
 }
 
 demo_arithmetic() {

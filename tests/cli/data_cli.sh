@@ -19,16 +19,20 @@ grep -q '"domain":"code_sandbox"' "$out/c.jsonl" || fail "code domain"
 
 # Expert conversations in an agentic config's env prompts (the demo's SFT data).
 root="$(cd "$(dirname "$0")/../.." && pwd)"
-"$roll" data expert --config_path "$root/examples/demo" --config_name frozen_lake_grpo --seed 4 --n 30 --noise 0 \
+"$roll" data expert --config_path "$root/examples/demo" --config_name frozen_lake_gigpo --seed 4 --n 30 --noise 0 \
   --out "$out/e1.jsonl" 2>"$out/e.txt" || fail "expert: $(cat "$out/e.txt")"
-grep -q '30 FrozenLake episodes, 30 reach the goal' "$out/e.txt" || fail "noiseless expert: $(cat "$out/e.txt")"
-"$roll" data expert --config_path "$root/examples/demo" --config_name frozen_lake_grpo --seed 4 --n 30 --noise 0 \
+grep -q ': 30 FrozenLake episodes, 30 reach the goal' "$out/e.txt" || fail "noiseless expert: $(cat "$out/e.txt")"
+# The demo's env is step-wise (StepEnvManager): a row per turn, each the turn's own prompt.
+[ "$(grep -c '"step":0,' "$out/e1.jsonl")" = 30 ] || fail "expected 30 first turns"
+[ "$(wc -l <"$out/e1.jsonl")" -gt 30 ] || fail "expected a row per turn"
+grep -q '"content":"Turn 2:\\n' "$out/e1.jsonl" || fail "no second-turn prompt"
+"$roll" data expert --config_path "$root/examples/demo" --config_name frozen_lake_gigpo --seed 4 --n 30 --noise 0 \
   --out "$out/e2.jsonl" 2>/dev/null || fail "expert again"
 cmp -s "$out/e1.jsonl" "$out/e2.jsonl" || fail "same expert seed gave different rows"
 grep -q '"role":"assistant","content":"<answer>\(Left\|Down\|Right\|Up\)</answer>"' "$out/e1.jsonl" || fail "answers"
-grep -q 'Move P to G without stepping on O' "$out/e1.jsonl" || fail "the config's env_instruction is not in the prompt"
+grep -q '"role":"system","content":"You play FrozenLake."' "$out/e1.jsonl" || fail "the config's system prompt is not in the rows"
 set +e
-"$roll" data expert --config_path "$root/examples/demo" --config_name frozen_lake_grpo --tag Nope --n 1 \
+"$roll" data expert --config_path "$root/examples/demo" --config_name frozen_lake_gigpo --tag Nope --n 1 \
   --out "$out/x.jsonl" 2>"$out/err.txt"
 rc=$?
 set -e

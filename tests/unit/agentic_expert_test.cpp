@@ -99,6 +99,51 @@ TEST(AgenticExpert, NoiseMixesInRandomActionsAndSeedsAreDeterministic) {
   EXPECT_NEAR(static_cast<double>(random) / turns, 0.3, 0.06);
 }
 
+// StepEnvManager specs: one single-turn conversation per decision, as StepEnvManager prompts it;
+// replaying a row's answers from its episode seed gives the next row's board.
+TEST(AgenticExpert, StepEnvManagerSpecsGiveOneConversationPerTurn) {
+  EnvSpec spec = spec_of("frozen_lake", {{"is_slippery", false}, {"max_steps", 8}}, 8);
+  spec.env_manager_cls = "roll.pipeline.agentic.env_manager.step_env_manager.StepEnvManager";
+  spec.history_length = 2;
+  spec.agent_template = "State {current_step}:\n{current_observation}\nBefore: [{history}]\n";
+  ExpertDataOptions o;
+  o.seed = 4, o.n = 30, o.noise = 0.2;
+  const auto rows = expert_conversations(spec, o);
+  ASSERT_GT(rows.size(), 30u);
+  const std::regex answer("<answer>(Left|Down|Right|Up)</answer>");
+  FrozenLake env(FrozenLakeConfig::from_json({{"is_slippery", false}}));
+  std::string board, previous;
+  int64_t episodes = 0, random = 0;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const auto& r = rows[i];
+    const auto& m = r["messages"];
+    ASSERT_EQ(m.size(), 3u) << r.dump();
+    EXPECT_EQ(m[0]["role"], "system");
+    EXPECT_EQ(m[1]["role"], "user");
+    const std::string reply = m[2]["content"].get<std::string>();
+    EXPECT_TRUE(std::regex_match(reply, answer)) << reply;
+    const int64_t step = r["step"].get<int64_t>();
+    if (step == 0) {
+      board = env.reset(r["episode_seed"].get<uint64_t>()).observation;
+      ++episodes;
+      EXPECT_NE(m[1]["content"].get<std::string>().find("Before: []"), std::string::npos);
+    } else {
+      EXPECT_EQ(r["episode_seed"], rows[i - 1]["episode_seed"]);
+      EXPECT_EQ(step, rows[i - 1]["step"].get<int64_t>() + 1);
+      // history_length 2 shows the one turn before: its board and its action.
+      const std::string shown = "(step: " + std::to_string(step) + ", observation: " + previous + ", action: ";
+      EXPECT_NE(m[1]["content"].get<std::string>().find(shown), std::string::npos) << m[1]["content"];
+    }
+    const std::string user = m[1]["content"].get<std::string>();
+    EXPECT_EQ(user.rfind("State " + std::to_string(step + 1) + ":\n" + board + "\n", 0), 0u) << user;
+    random += r["random_action"].get<bool>();
+    previous = board;
+    board = env.step(reply).observation;
+  }
+  EXPECT_EQ(episodes, 30);
+  EXPECT_GT(random, 0);
+}
+
 TEST(AgenticExpert, BadNoiseAndEnvWithoutExpertAreErrors) {
   ExpertDataOptions o;
   o.noise = 1.5;

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "config_test_util.h"
+#include "roll/core/error.h"
 #include "roll/model/model_init.h"
 #include "roll/model/transformer.h"
 
@@ -140,6 +141,38 @@ TEST(ModelTransformer, TinyPresetWithFullVocabularyMatchesReference) {
   EXPECT_LT((ours - ref).abs().masked_select(valid).max().item<float>(), 1e-4);
   for (const char* f : {"tokenizer.json", "tokenizer_config.json", "generation_config.json", "config.json"})
     EXPECT_TRUE(fs::exists(o.out_dir + "/" + f)) << f;
+}
+
+// `roll model init` size overrides (the FrozenLake demo's model): the written config carries them
+// and the forward follows rope_theta as the reference reads it from config.json.
+TEST(ModelTransformer, InitOverridesReachConfigAndForward) {
+  TempConfigDir d;
+  ModelInitOptions o;
+  o.preset = "tiny";
+  o.out_dir = d.path() + "/m";
+  o.seed = 2;
+  o.vocab = 512;
+  o.hidden_size = 64, o.num_layers = 2, o.intermediate_size = 128, o.num_heads = 8, o.num_kv_heads = 4;
+  o.rope_theta = 100;
+  if (!fs::exists(default_tokenizer_dir() + "/tokenizer.json")) GTEST_SKIP() << "run scripts/setup for the tokenizer";
+  init_model_dir(o);
+  const nlohmann::json c = nlohmann::json::parse(std::ifstream(o.out_dir + "/config.json"));
+  EXPECT_EQ(c["rope_theta"].get<double>(), 100.0);
+  EXPECT_EQ(c["num_attention_heads"], 8);
+  EXPECT_EQ(c["num_key_value_heads"], 4);
+  EXPECT_EQ(c["head_dim"], 8);
+  auto m = Transformer::load(o.out_dir, at::kFloat);
+  const int64_t vocab = m->config().vocab_size;
+  auto in = mixed_padding(vocab);
+  at::Tensor ref = oracle_logits(o.out_dir, in, vocab);
+  if (!ref.defined()) GTEST_SKIP();
+  at::NoGradGuard g;
+  at::Tensor ours = m->logits(in.ids, in.mask, in.pos);
+  at::Tensor valid = in.mask.to(at::kBool).unsqueeze(-1).expand_as(ours);
+  EXPECT_LT((ours - ref).abs().masked_select(valid).max().item<float>(), 1e-4);
+  o.rope_theta = -1;
+  o.out_dir = d.path() + "/bad";
+  EXPECT_THROW(init_model_dir(o), Error);
 }
 
 TEST(ModelTransformer, ChunkedLogProbsEqualFullLogits) {

@@ -68,6 +68,13 @@ struct Turn {
   std::string response_text;
 };
 
+// The messages of StepEnvManager's turn `step` (0-based) seeing `observation` after the `earlier`
+// turns of the episode: the system message (when agent_system_template is set) and one user
+// message, agent_template filled with the env instruction, the recent turns and the current
+// observation. The expert SFT data renders the same.
+nlohmann::ordered_json step_turn_messages(const EnvSpec& spec, int64_t step, const std::string& observation,
+                                          const std::string& instruction, std::span<const Turn> earlier);
+
 class EnvManager {
  public:
   EnvManager(EnvManagerOptions options, const model::Tokenizer& tokenizer, const model::ChatTemplate& chat_template,

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "roll/agentic/env.h"
+#include "roll/agentic/env_layout.h"
 #include "roll/agentic/env_rng.h"
 #include "roll/agentic/expert_policy.h"
 #include "roll/core/error.h"
@@ -17,35 +18,58 @@ std::vector<nlohmann::ordered_json> expert_conversations(const EnvSpec& spec, co
   EnvRng rng(o.seed * 0x9E3779B97F4A7C15ull + 17);
   std::vector<nlohmann::ordered_json> rows;
   rows.reserve(static_cast<size_t>(std::max<int64_t>(0, o.n)));
+  const bool per_turn = is_step_env_manager(spec);
   for (int64_t i = 0; i < o.n; ++i) {
     const uint64_t episode_seed = (uint64_t{1} << 40) + (o.seed << 24) + static_cast<uint64_t>(i);
     const EnvReset reset = env->reset(episode_seed);
+    const std::string instruction = reset.info.value("env_instruction", "");
     nlohmann::ordered_json messages = nlohmann::ordered_json::array();
+    std::vector<nlohmann::ordered_json> turn_rows;  // StepEnvManager: one conversation per turn
+    std::vector<Turn> played;
     std::string observation = reset.observation;
     bool success = false;
     int64_t turns = 0, random_actions = 0;
     for (int64_t step = 0; step < spec.max_steps; ++step) {
-      for (auto& m : traj_turn_messages(spec, step, observation, reset.info)) messages.push_back(std::move(m));
+      nlohmann::ordered_json prompt = per_turn ? step_turn_messages(spec, step, observation, instruction, played)
+                                               : traj_turn_messages(spec, step, observation, reset.info);
       std::optional<std::string> action;
       if (rng.uniform() >= o.noise) action = expert_action(*env);
+      const bool random_action = !action;
       if (!action) {  // noise, or a state the expert cannot solve
         action = names[rng.below(names.size())];
         ++random_actions;
       }
       const std::string response = "<answer>" + *action + "</answer>";
-      messages.push_back({{"role", "assistant"}, {"content", response}});
-      const EnvStep st = env->step(response);
+      prompt.push_back({{"role", "assistant"}, {"content", response}});
+      if (per_turn)
+        turn_rows.push_back({{"messages", std::move(prompt)}, {"step", step}, {"random_action", random_action}});
+      else
+        for (auto& m : prompt) messages.push_back(std::move(m));
+      EnvStep st = env->step(response);
       ++turns;
-      observation = st.observation;
       success = st.info.contains("metrics") && st.info["metrics"].value("success", false);
+      Turn t;
+      t.observation = std::move(observation);
+      t.response_text = response;
+      t.reward = st.reward;
+      t.info = std::move(st.info);
+      played.push_back(std::move(t));
+      observation = std::move(st.observation);
       if (st.terminated) break;
     }
-    rows.push_back({{"messages", std::move(messages)},
-                    {"tag", spec.tag},
-                    {"episode_seed", episode_seed},
-                    {"success", success},
-                    {"turns", turns},
-                    {"random_actions", random_actions}});
+    const nlohmann::ordered_json episode = {{"tag", spec.tag},           {"episode_seed", episode_seed},
+                                            {"success", success},        {"turns", turns},
+                                            {"random_actions", random_actions}};
+    if (!per_turn) {
+      nlohmann::ordered_json row = {{"messages", std::move(messages)}};
+      row.update(episode);
+      rows.push_back(std::move(row));
+      continue;
+    }
+    for (auto& r : turn_rows) {
+      r.update(episode);
+      rows.push_back(std::move(r));
+    }
   }
   return rows;
 }

@@ -1,10 +1,13 @@
 #pragma once
 // Expert conversations for the SFT warm start (issue #10, docs/demo.md): episodes of a custom_envs
 // entry played by the breadth-first-search expert (expert_policy.h) with a fixed fraction of
-// uniformly random actions, rendered with the same messages TrajEnvManager sends the policy
-// (traj_turn_messages), each assistant turn "<answer>ACTION</answer>". One JSON row per episode:
-//   {"messages": [...], "tag", "episode_seed", "success", "turns", "random_actions"}
-// which `roll sft` reads with data_args.messages: messages.
+// uniformly random actions, rendered with the same messages the env's manager sends the policy,
+// each assistant turn "<answer>ACTION</answer>". TrajEnvManager (traj_turn_messages): one JSON row
+// per episode,
+//   {"messages": [...], "tag", "episode_seed", "success", "turns", "random_actions"};
+// StepEnvManager (step_turn_messages, every turn its own sample): one row per turn, its prompt and
+// answer, with the turn's "step" and "random_action" beside the episode's fields. `roll sft` reads
+// either with data_args.messages: messages.
 #include <cstdint>
 #include <vector>
 

@@ -12,7 +12,7 @@ namespace {
 // shows the window history[-history_length:-1], i.e. up to history_length - 1 earlier turns. ROLL
 // lists only invalid actions there (an indentation slip, spec 12 item 7); every turn is listed here,
 // invalid ones with ROLL's reminder to follow the format.
-std::vector<std::string> recent_turns(const std::vector<Turn>& turns, int64_t history_length) {
+std::vector<std::string> recent_turns(std::span<const Turn> turns, int64_t history_length) {
   const int64_t window = std::min<int64_t>(static_cast<int64_t>(turns.size()), std::max<int64_t>(history_length - 1, 0));
   std::vector<std::string> out;
   for (int64_t i = static_cast<int64_t>(turns.size()) - window; i < static_cast<int64_t>(turns.size()); ++i) {
@@ -40,6 +40,25 @@ std::string state_hash(const std::string& state_key) {
   return fmt::format("{:016x}", h);
 }
 
+nlohmann::ordered_json step_turn_messages(const EnvSpec& spec, int64_t step, const std::string& observation,
+                                          const std::string& instruction, std::span<const Turn> earlier) {
+  const std::vector<std::string> history = recent_turns(earlier, spec.history_length);
+  std::string joined;
+  for (const auto& h : history) joined += (joined.empty() ? "" : ", ") + h;
+  const nlohmann::json fields = {{"env_instruction", instruction},
+                                 {"history", joined},
+                                 {"step_count", step},
+                                 {"history_length", history.size()},
+                                 {"current_step", step + 1},
+                                 {"current_observation", observation},
+                                 {"max_response_length", spec.max_tokens_per_step}};
+  nlohmann::ordered_json messages = nlohmann::ordered_json::array();
+  if (!spec.agent_system_template.empty())
+    messages.push_back({{"role", "system"}, {"content", spec.agent_system_template}});
+  messages.push_back({{"role", "user"}, {"content", format_agent_template(spec.agent_template, fields)}});
+  return messages;
+}
+
 std::optional<Rollout> StepEnvManager::play(int64_t episode_id, int64_t start_step) {
   const auto& s = o_.spec;
   const EnvReset reset = reset_env(episode_id);
@@ -49,19 +68,7 @@ std::optional<Rollout> StepEnvManager::play(int64_t episode_id, int64_t start_st
   std::vector<std::string> hashes;
   bool terminated = false;
   for (int64_t step = 0; step < s.max_steps && !terminated; ++step) {
-    const std::vector<std::string> history = recent_turns(turns, s.history_length);
-    std::string joined;
-    for (const auto& h : history) joined += (joined.empty() ? "" : ", ") + h;
-    const nlohmann::json fields = {{"env_instruction", instruction},
-                                   {"history", joined},
-                                   {"step_count", step},
-                                   {"history_length", history.size()},
-                                   {"current_step", step + 1},
-                                   {"current_observation", observation},
-                                   {"max_response_length", s.max_tokens_per_step}};
-    nlohmann::ordered_json messages = nlohmann::ordered_json::array();
-    if (!s.agent_system_template.empty()) messages.push_back({{"role", "system"}, {"content", s.agent_system_template}});
-    messages.push_back({{"role", "user"}, {"content", format_agent_template(s.agent_template, fields)}});
+    const nlohmann::ordered_json messages = step_turn_messages(s, step, observation, instruction, turns);
     Turn turn;
     turn.observation = observation;
     turn.prompt_ids = encode_prompt(messages);

@@ -68,7 +68,7 @@ void add_expert(CLI::App& data) {
   add_config_options(*cmd, o->config);
   cmd->add_option("--tag", o->tag, "The custom_envs entry to play (default: train_env_manager's first tag)");
   cmd->add_option("--seed", o->gen.seed, "Random seed (same seed, same rows)")->capture_default_str();
-  cmd->add_option("--n", o->gen.n, "Episodes (rows) to write")->capture_default_str();
+  cmd->add_option("--n", o->gen.n, "Episodes to play (a row each; a row per turn for StepEnvManager envs)")->capture_default_str();
   cmd->add_option("--noise", o->gen.noise, "Probability of a uniformly random action per turn")->capture_default_str();
   cmd->add_option("--out,-o", o->out, "JSONL file to write")->required();
   cmd->callback([o] {
@@ -82,10 +82,15 @@ void add_expert(CLI::App& data) {
       }
       const auto rows = agentic::expert_conversations(agentic::env_spec_of(loaded.config, tag), o->gen);
       pipeline::write_jsonl(o->out, rows);
-      int64_t solved = 0;
-      for (const auto& r : rows) solved += r["success"].get<bool>();
-      std::cerr << fmt::format("wrote {} ({} {} episodes, {} reach the goal, noise {}, seed {})\n", o->out, rows.size(),
-                               tag, solved, o->gen.noise, o->gen.seed);
+      // StepEnvManager rows are turns: count an episode at its first turn.
+      int64_t episodes = 0, solved = 0;
+      for (const auto& r : rows) {
+        if (r.contains("step") && r["step"].get<int64_t>() != 0) continue;
+        ++episodes;
+        solved += r["success"].get<bool>();
+      }
+      std::cerr << fmt::format("wrote {} ({} rows: {} {} episodes, {} reach the goal, noise {}, seed {})\n", o->out,
+                               rows.size(), episodes, tag, solved, o->gen.noise, o->gen.seed);
       set_exit_code(0);
     } catch (const config::ConfigErrors& e) {
       print_config_errors(e);

@@ -38,6 +38,8 @@ void register_model(CLI::App& app) {
   init->add_option("--intermediate-size", opts->intermediate_size, "Override the preset's MLP size");
   init->add_option("--heads", opts->num_heads, "Override the preset's attention heads");
   init->add_option("--kv-heads", opts->num_kv_heads, "Override the preset's key/value heads");
+  init->add_option("--rope-theta", opts->rope_theta,
+                   "Override the preset's RoPE base (a small base separates nearby positions sooner)");
   init->callback([opts] {
     try {
       at::set_num_threads(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));

@@ -82,6 +82,8 @@ int64_t init_model_dir(const ModelInitOptions& o) {
   if (o.intermediate_size > 0) c.intermediate_size = o.intermediate_size;
   if (o.num_heads > 0) c.num_attention_heads = o.num_heads;
   if (o.num_kv_heads > 0) c.num_key_value_heads = o.num_kv_heads;
+  if (o.rope_theta < 0) throw Error(fmt::format("rope theta must be positive, got {}", o.rope_theta));
+  if (o.rope_theta > 0) c.rope_theta = o.rope_theta;
   if (c.hidden_size % c.num_attention_heads != 0 || c.num_attention_heads % c.num_key_value_heads != 0)
     throw Error(fmt::format("hidden size {} must divide by the {} heads, and the heads by the {} kv heads",
                             c.hidden_size, c.num_attention_heads, c.num_key_value_heads));

@@ -24,6 +24,7 @@ struct ModelInitOptions {
   int64_t vocab = 0;          // > 0: keep the tokenizer's first `vocab` BPE ids (tokenizer_trim.h)
   // > 0: override the preset's sizes (head_dim follows hidden_size / heads).
   int64_t hidden_size = 0, num_layers = 0, intermediate_size = 0, num_heads = 0, num_kv_heads = 0;
+  double rope_theta = 0;  // > 0: override the preset's RoPE base
   ProgressReporter* progress = nullptr;  // when set: one step per phase (random weights, write)
 };
 
