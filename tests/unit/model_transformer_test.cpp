@@ -98,21 +98,27 @@ at::Tensor oracle_logits(const std::string& model_dir, const Inputs& in, int64_t
   return logits;
 }
 
+// Our logits of `m` (saved in `dir`) against the reference's, on rows with mixed padding.
+void expect_dir_matches_oracle(const Transformer& m, const std::string& dir, const std::string& what) {
+  const int64_t vocab = m.config().vocab_size;
+  auto in = mixed_padding(vocab);
+  at::Tensor ref = oracle_logits(dir, in, vocab);
+  if (!ref.defined()) GTEST_SKIP() << "/usr/bin/python3 with python3-torch not available";
+  at::NoGradGuard g;
+  at::Tensor ours = m.logits(in.ids, in.mask, in.pos);
+  // Compare real tokens only: padding positions are finite but meaningless.
+  at::Tensor valid = in.mask.to(at::kBool).unsqueeze(-1).expand_as(ours);
+  at::Tensor diff = (ours - ref).abs().masked_select(valid);
+  EXPECT_LT(diff.max().item<float>(), 1e-4) << what;
+  EXPECT_TRUE(at::isfinite(ours).all().item<bool>()) << what;
+}
+
 void expect_matches_oracle(Architecture arch, bool tied) {
   TempConfigDir d;
   auto c = small_config(arch, tied);
   auto m = perturbed(c, 5);
   m->save(d.path() + "/m");
-  auto in = mixed_padding(c.vocab_size);
-  at::Tensor ref = oracle_logits(d.path() + "/m", in, c.vocab_size);
-  if (!ref.defined()) GTEST_SKIP() << "/usr/bin/python3 with python3-torch not available";
-  at::NoGradGuard g;
-  at::Tensor ours = m->logits(in.ids, in.mask, in.pos);
-  // Compare real tokens only: padding positions are finite but meaningless.
-  at::Tensor valid = in.mask.to(at::kBool).unsqueeze(-1).expand_as(ours);
-  at::Tensor diff = (ours - ref).abs().masked_select(valid);
-  EXPECT_LT(diff.max().item<float>(), 1e-4) << c.model_type << (tied ? " tied" : " untied");
-  EXPECT_TRUE(at::isfinite(ours).all().item<bool>());
+  expect_dir_matches_oracle(*m, d.path() + "/m", c.model_type + (tied ? " tied" : " untied"));
 }
 
 }  // namespace
@@ -132,13 +138,7 @@ TEST(ModelTransformer, TinyPresetWithFullVocabularyMatchesReference) {
   init_model_dir(o);
   auto m = Transformer::load(o.out_dir, at::kFloat);
   EXPECT_EQ(m->config().vocab_size, 151936);
-  auto in = mixed_padding(151936);
-  at::Tensor ref = oracle_logits(o.out_dir, in, 151936);
-  if (!ref.defined()) GTEST_SKIP();
-  at::NoGradGuard g;
-  at::Tensor ours = m->logits(in.ids, in.mask, in.pos);
-  at::Tensor valid = in.mask.to(at::kBool).unsqueeze(-1).expand_as(ours);
-  EXPECT_LT((ours - ref).abs().masked_select(valid).max().item<float>(), 1e-4);
+  expect_dir_matches_oracle(*m, o.out_dir, "tiny preset");
   for (const char* f : {"tokenizer.json", "tokenizer_config.json", "generation_config.json", "config.json"})
     EXPECT_TRUE(fs::exists(o.out_dir + "/" + f)) << f;
 }
@@ -161,15 +161,7 @@ TEST(ModelTransformer, InitOverridesReachConfigAndForward) {
   EXPECT_EQ(c["num_attention_heads"], 8);
   EXPECT_EQ(c["num_key_value_heads"], 4);
   EXPECT_EQ(c["head_dim"], 8);
-  auto m = Transformer::load(o.out_dir, at::kFloat);
-  const int64_t vocab = m->config().vocab_size;
-  auto in = mixed_padding(vocab);
-  at::Tensor ref = oracle_logits(o.out_dir, in, vocab);
-  if (!ref.defined()) GTEST_SKIP();
-  at::NoGradGuard g;
-  at::Tensor ours = m->logits(in.ids, in.mask, in.pos);
-  at::Tensor valid = in.mask.to(at::kBool).unsqueeze(-1).expand_as(ours);
-  EXPECT_LT((ours - ref).abs().masked_select(valid).max().item<float>(), 1e-4);
+  expect_dir_matches_oracle(*Transformer::load(o.out_dir, at::kFloat), o.out_dir, "init overrides");
   o.rope_theta = -1;
   o.out_dir = d.path() + "/bad";
   EXPECT_THROW(init_model_dir(o), Error);

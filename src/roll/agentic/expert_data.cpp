@@ -23,12 +23,13 @@ std::vector<nlohmann::ordered_json> expert_conversations(const EnvSpec& spec, co
     const uint64_t episode_seed = (uint64_t{1} << 40) + (o.seed << 24) + static_cast<uint64_t>(i);
     const EnvReset reset = env->reset(episode_seed);
     const std::string instruction = reset.info.value("env_instruction", "");
-    nlohmann::ordered_json messages = nlohmann::ordered_json::array();
-    std::vector<nlohmann::ordered_json> turn_rows;  // StepEnvManager: one conversation per turn
-    std::vector<Turn> played;
+    // Each turn's new messages (its answer last); StepEnvManager rows are these one by one, a
+    // TrajEnvManager row is all of them in order.
+    std::vector<nlohmann::ordered_json> turn_rows;
+    std::vector<Turn> played;  // what StepEnvManager's history shows
     std::string observation = reset.observation;
     bool success = false;
-    int64_t turns = 0, random_actions = 0;
+    int64_t random_actions = 0;
     for (int64_t step = 0; step < spec.max_steps; ++step) {
       nlohmann::ordered_json prompt = per_turn ? step_turn_messages(spec, step, observation, instruction, played)
                                                : traj_turn_messages(spec, step, observation, reset.info);
@@ -41,35 +42,37 @@ std::vector<nlohmann::ordered_json> expert_conversations(const EnvSpec& spec, co
       }
       const std::string response = "<answer>" + *action + "</answer>";
       prompt.push_back({{"role", "assistant"}, {"content", response}});
-      if (per_turn)
-        turn_rows.push_back({{"messages", std::move(prompt)}, {"step", step}, {"random_action", random_action}});
-      else
-        for (auto& m : prompt) messages.push_back(std::move(m));
+      turn_rows.push_back({{"messages", std::move(prompt)}, {"step", step}, {"random_action", random_action}});
       EnvStep st = env->step(response);
-      ++turns;
       success = st.info.contains("metrics") && st.info["metrics"].value("success", false);
-      Turn t;
-      t.observation = std::move(observation);
-      t.response_text = response;
-      t.reward = st.reward;
-      t.info = std::move(st.info);
-      played.push_back(std::move(t));
+      if (per_turn) {
+        Turn t;
+        t.observation = std::move(observation);
+        t.response_text = response;
+        t.reward = st.reward;
+        t.info = std::move(st.info);
+        played.push_back(std::move(t));
+      }
       observation = std::move(st.observation);
       if (st.terminated) break;
     }
-    const nlohmann::ordered_json episode = {{"tag", spec.tag},           {"episode_seed", episode_seed},
-                                            {"success", success},        {"turns", turns},
+    const nlohmann::ordered_json episode = {{"tag", spec.tag},
+                                            {"episode_seed", episode_seed},
+                                            {"success", success},
+                                            {"turns", static_cast<int64_t>(turn_rows.size())},
                                             {"random_actions", random_actions}};
-    if (!per_turn) {
-      nlohmann::ordered_json row = {{"messages", std::move(messages)}};
-      row.update(episode);
-      rows.push_back(std::move(row));
+    if (per_turn) {
+      for (auto& r : turn_rows) {
+        r.update(episode);
+        rows.push_back(std::move(r));
+      }
       continue;
     }
-    for (auto& r : turn_rows) {
-      r.update(episode);
-      rows.push_back(std::move(r));
-    }
+    nlohmann::ordered_json row = {{"messages", nlohmann::ordered_json::array()}};
+    for (auto& r : turn_rows)
+      for (auto& m : r["messages"]) row["messages"].push_back(std::move(m));
+    row.update(episode);
+    rows.push_back(std::move(row));
   }
   return rows;
 }
