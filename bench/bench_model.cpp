@@ -1,6 +1,9 @@
 // Model throughput: GEMM peak, prefill and forward+backward tokens/s with achieved GFLOP/s and
 // MFU against the measured GEMM peak of the same dtype. Prints JSON lines.
-//   bench_model [--preset qwen2.5-0.5b-shape] [--threads 2] [--smoke]
+//   bench_model [--preset qwen2.5-0.5b-shape] [--threads 2] [--dtypes fp32,bf16] [--prefill-seq 512]
+//               [--train-batch 2] [--train-seq 256] [--repeats 2] [--smoke]
+// --repeats 1 times a single cold call (no warm-up call): for bf16 on a CPU without native bf16
+// GEMMs, where one 0.5B forward + backward takes minutes (docs/benchmarks.md).
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 
@@ -8,6 +11,7 @@
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "roll/model/model_init.h"
 #include "roll/model/transformer.h"
@@ -56,22 +60,47 @@ double forward_flops(const ModelConfig& c, int64_t batch, int64_t T, bool full_l
 int main(int argc, char** argv) {
   std::string preset = "qwen2.5-0.5b-shape";
   int threads = 2;
+  std::string dtypes = "fp32,bf16";
+  int64_t prefill_seq = 512, train_batch = 2, train_seq = 256;
+  int repeats = 2;
   bool smoke = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--preset" && i + 1 < argc) preset = argv[++i];
     else if (a == "--threads" && i + 1 < argc) threads = std::stoi(argv[++i]);
+    else if (a == "--dtypes" && i + 1 < argc) dtypes = argv[++i];
+    else if (a == "--prefill-seq" && i + 1 < argc) prefill_seq = std::stol(argv[++i]);
+    else if (a == "--train-batch" && i + 1 < argc) train_batch = std::stol(argv[++i]);
+    else if (a == "--train-seq" && i + 1 < argc) train_seq = std::stol(argv[++i]);
+    else if (a == "--repeats" && i + 1 < argc) repeats = std::max(1, std::stoi(argv[++i]));
     else if (a == "--smoke") smoke = true;
+    else {
+      std::fprintf(stderr, "bench_model: unknown argument '%s'\n", a.c_str());
+      return 2;
+    }
   }
   at::set_num_threads(threads);
-  if (smoke) preset = "tiny";
+  if (smoke) preset = "tiny", prefill_seq = 64, train_seq = 32, repeats = 1;
   const ModelConfig cfg = preset_config(preset, "qwen2");
-  for (at::ScalarType dtype : {at::kFloat, at::kBFloat16}) {
+  std::vector<at::ScalarType> dtype_list;
+  for (const char* name : {"fp32", "bf16"})
+    if (("," + dtypes + ",").find(std::string(",") + name + ",") != std::string::npos)
+      dtype_list.push_back(std::strcmp(name, "bf16") == 0 ? at::kBFloat16 : at::kFloat);
+  if (dtype_list.empty()) {
+    std::fprintf(stderr, "bench_model: --dtypes '%s': expected fp32, bf16 or both\n", dtypes.c_str());
+    return 2;
+  }
+  // One warm-up call, then the best of `repeats`; a single repeat is one cold call.
+  auto timed = [&](auto&& fn) {
+    if (repeats > 1) fn();
+    return time_best(repeats, fn);
+  };
+  for (at::ScalarType dtype : dtype_list) {
     const double peak = gemm_peak(dtype, smoke);
     std::printf("{\"bench\":\"gemm_peak\",\"dtype\":\"%s\",\"threads\":%d,\"gflops\":%.1f}\n", dtype_name(dtype),
                 threads, peak);
     auto model = Transformer::random(cfg, dtype, 0, 0.02);
-    const int64_t B = 1, T = smoke ? 64 : 512;
+    const int64_t B = 1, T = prefill_seq;
     at::Tensor ids = at::randint(0, cfg.vocab_size, {B, T}, at::kLong);
     at::Tensor mask = at::ones({B, T}, at::kLong);
     at::Tensor pos = at::arange(T, at::kLong).unsqueeze(0).expand({B, T}).contiguous();
@@ -81,15 +110,14 @@ int main(int argc, char** argv) {
         at::Tensor h = model->hidden_states(ids, mask, pos);
         model->lm_head(h.select(1, T - 1));
       };
-      run();
-      double s = time_best(smoke ? 1 : 2, run);
+      double s = timed(run);
       double gf = forward_flops(cfg, B, T, false) / s / 1e9;
       std::printf("{\"bench\":\"prefill\",\"preset\":\"%s\",\"dtype\":\"%s\",\"threads\":%d,\"batch\":%ld,\"seq\":%ld,"
-                  "\"tokens_per_s\":%.1f,\"gflops\":%.1f,\"gemm_peak_gflops\":%.1f,\"mfu\":%.3f}\n",
-                  preset.c_str(), dtype_name(dtype), threads, B, T, B * T / s, gf, peak, gf / peak);
+                  "\"repeats\":%d,\"tokens_per_s\":%.1f,\"gflops\":%.1f,\"gemm_peak_gflops\":%.1f,\"mfu\":%.3f}\n",
+                  preset.c_str(), dtype_name(dtype), threads, B, T, repeats, B * T / s, gf, peak, gf / peak);
     }
     model->set_requires_grad(true);
-    const int64_t TB = 2, TT = smoke ? 32 : 256;
+    const int64_t TB = train_batch, TT = train_seq;
     at::Tensor tids = at::randint(0, cfg.vocab_size, {TB, TT}, at::kLong);
     at::Tensor tmask = at::ones({TB, TT}, at::kLong);
     at::Tensor tpos = at::arange(TT, at::kLong).unsqueeze(0).expand({TB, TT}).contiguous();
@@ -100,15 +128,14 @@ int main(int argc, char** argv) {
         for (auto& [n, t] : model->named_parameters())
           if (t.grad().defined()) t.mutable_grad().zero_();
       };
-      step();
-      double s = time_best(smoke ? 1 : 2, step);
+      double s = timed(step);
       // backward ~ 2x forward; checkpointing recomputes the forward once more.
       double flops = forward_flops(cfg, TB, TT, true) * (ckpt ? 4.0 : 3.0);
       double useful = forward_flops(cfg, TB, TT, true) * 3.0;
       std::printf("{\"bench\":\"train_fwd_bwd\",\"preset\":\"%s\",\"dtype\":\"%s\",\"threads\":%d,\"batch\":%ld,"
-                  "\"seq\":%ld,\"grad_ckpt\":%s,\"tokens_per_s\":%.1f,\"gflops\":%.1f,\"gemm_peak_gflops\":%.1f,"
+                  "\"seq\":%ld,\"grad_ckpt\":%s,\"repeats\":%d,\"tokens_per_s\":%.1f,\"gflops\":%.1f,\"gemm_peak_gflops\":%.1f,"
                   "\"mfu\":%.3f}\n",
-                  preset.c_str(), dtype_name(dtype), threads, TB, TT, ckpt ? "true" : "false", TB * TT / s,
+                  preset.c_str(), dtype_name(dtype), threads, TB, TT, ckpt ? "true" : "false", repeats, TB * TT / s,
                   flops / s / 1e9, peak, useful / s / 1e9 / peak);
     }
     std::fflush(stdout);
