@@ -144,6 +144,37 @@ TEST(AgenticExpert, StepEnvManagerSpecsGiveOneConversationPerTurn) {
   EXPECT_GT(random, 0);
 }
 
+// The answer is the action written into the env's action_pattern, so SFT rows parse under the
+// pattern the RL run uses (ROLL's traj_envs patterns).
+TEST(AgenticExpert, AnswersFollowTheEnvActionPattern) {
+  EXPECT_EQ(expert_answer("<answer>(.*?)</answer>", "Up"), "<answer>Up</answer>");
+  EXPECT_EQ(expert_answer("^(.*)$", "Left"), "Left");
+  EXPECT_EQ(expert_answer("<think>(.*?)</think>\\s*<answer>(.*?)</answer>", "Down"),
+            "<think></think><answer>Down</answer>");
+  EXPECT_THROW(expert_answer("<answer>[A-Za-z]+</answer>", "Up"), Error);
+
+  EnvSpec spec = spec_of("frozen_lake", {{"is_slippery", false}, {"max_steps", 8}, {"action_pattern", "^(.*)$"}}, 8);
+  spec.env_manager_cls = "roll.pipeline.agentic.env_manager.step_env_manager.StepEnvManager";
+  ExpertDataOptions o;
+  o.seed = 6, o.n = 20;
+  const std::regex bare("Left|Down|Right|Up");
+  int64_t solved = 0;
+  for (const auto& r : expert_conversations(spec, o)) {
+    EXPECT_TRUE(std::regex_match(r["messages"][2]["content"].get<std::string>(), bare)) << r.dump();
+    solved += r["success"].get<bool>() && r["step"].get<int64_t>() + 1 == r["turns"].get<int64_t>();
+  }
+  EXPECT_EQ(solved, 20);  // the bare answers moved the player: every noiseless episode reached the goal
+
+  // A pattern whose written answer the env does not parse back is an error naming the pattern.
+  spec.env_config["action_pattern"] = "<a>(.*?)</a>\\d";
+  try {
+    expert_conversations(spec, o);
+    ADD_FAILURE() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("<a>(.*?)</a>\\d"), std::string::npos) << e.what();
+  }
+}
+
 TEST(AgenticExpert, BadNoiseAndEnvWithoutExpertAreErrors) {
   ExpertDataOptions o;
   o.noise = 1.5;

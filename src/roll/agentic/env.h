@@ -34,6 +34,8 @@ class Env {
   virtual std::string render() const = 0;
   // env_instruction + symbol meanings + available actions (ROLL's get_instructions()).
   virtual std::string instructions() const = 0;
+  // The regex the env parses actions with (env_config.action_pattern or the env's default).
+  virtual const std::string& action_pattern() const = 0;
   // A hashable description of the current state (StepEnvManager / GiGPO state groups).
   virtual std::string state_key() const { return render(); }
 };

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <cstring>
+
 #include "roll/agentic/env.h"
 #include "roll/agentic/env_layout.h"
 #include "roll/agentic/env_rng.h"
@@ -9,6 +11,28 @@
 #include "roll/core/error.h"
 
 namespace roll::agentic {
+
+std::string expert_answer(const std::string& action_pattern, const std::string& action) {
+  // The pattern's last capture group is the action; earlier ones (a think block) are left empty.
+  std::string text = action_pattern;
+  if (text.starts_with("^")) text.erase(0, 1);
+  if (text.ends_with("$")) text.pop_back();
+  for (size_t at; (at = text.find("\\s*")) != std::string::npos;) text.erase(at, 3);
+  size_t last = std::string::npos;
+  for (const char* group : {"(.*?)", "(.*)"})
+    if (size_t at = text.rfind(group); at != std::string::npos && (last == std::string::npos || at > last)) last = at;
+  if (last == std::string::npos)
+    throw Error(fmt::format("expert data: action_pattern '{}' has no (.*?) or (.*) group to write the action into",
+                            action_pattern));
+  const size_t group_len = text.compare(last, 5, "(.*?)") == 0 ? 5 : 4;
+  text.replace(last, group_len, action);
+  for (const char* group : {"(.*?)", "(.*)"})
+    for (size_t at; (at = text.rfind(group, last)) != std::string::npos;) {
+      text.erase(at, std::strlen(group));
+      last = at;
+    }
+  return text;
+}
 
 std::vector<nlohmann::ordered_json> expert_conversations(const EnvSpec& spec, const ExpertDataOptions& o) {
   if (!(o.noise >= 0.0 && o.noise <= 1.0)) throw Error(fmt::format("expert data: noise {} is not in [0, 1]", o.noise));
@@ -19,6 +43,7 @@ std::vector<nlohmann::ordered_json> expert_conversations(const EnvSpec& spec, co
   std::vector<nlohmann::ordered_json> rows;
   rows.reserve(static_cast<size_t>(std::max<int64_t>(0, o.n)));
   const bool per_turn = is_step_env_manager(spec);
+  const std::string action_pattern = env->action_pattern();
   for (int64_t i = 0; i < o.n; ++i) {
     const uint64_t episode_seed = (uint64_t{1} << 40) + (o.seed << 24) + static_cast<uint64_t>(i);
     const EnvReset reset = env->reset(episode_seed);
@@ -40,10 +65,14 @@ std::vector<nlohmann::ordered_json> expert_conversations(const EnvSpec& spec, co
         action = names[rng.below(names.size())];
         ++random_actions;
       }
-      const std::string response = "<answer>" + *action + "</answer>";
+      const std::string response = expert_answer(action_pattern, *action);
       prompt.push_back({{"role", "assistant"}, {"content", response}});
       turn_rows.push_back({{"messages", std::move(prompt)}, {"step", step}, {"random_action", random_action}});
       EnvStep st = env->step(response);
+      if (st.info.contains("metrics") && !st.info["metrics"].value("action_is_valid", true))
+        throw Error(fmt::format("expert data ({}): the answer '{}' written for action_pattern '{}' does not parse as "
+                                "the action '{}'",
+                                spec.tag, response, action_pattern, *action));
       success = st.info.contains("metrics") && st.info["metrics"].value("success", false);
       if (per_turn) {
         Turn t;

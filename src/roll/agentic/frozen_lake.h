@@ -35,6 +35,7 @@ class FrozenLake : public Env {
   EnvStep step(const std::string& response) override;
   std::string render() const override;
   std::string instructions() const override;
+  const std::string& action_pattern() const override { return config_.action_pattern; }
 
   // For tests and expert data: the board rows ('S', 'F', 'H', 'G'), the player cell.
   const std::vector<std::string>& board() const { return board_; }

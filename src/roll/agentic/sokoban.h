@@ -43,6 +43,7 @@ class Sokoban : public Env {
   EnvStep step(const std::string& response) override;
   std::string render() const override;
   std::string instructions() const override;
+  const std::string& action_pattern() const override { return config_.action_pattern; }
 
   EnvStep step_action(int action, const std::string& action_content = "", const std::string& think = "");
   int boxes_on_target() const { return boxes_on_target_; }
