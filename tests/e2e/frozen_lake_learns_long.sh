@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# E2E (long): RL post-training makes a small model better at FrozenLake (issue "The main job").
+# The demo's recipe (scripts/lib/demo_learn.sh), shortened, with fixed seeds (~5 min here):
+#   model init (the demo's 1.1M qwen2) -> BFS expert data (noise 0.1) -> 500 SFT steps ->
+#   greedy success on 64 held-out maps -> 12 GiGPO steps (separate infer and train workers) ->
+#   greedy success on the same 64 maps; asserts RL - SFT >= 8 points.
+# ROLL_LEARN_SEED (default 1) moves every seed at once (model S, expert data 10+S, validation
+# conversations 20+S, pipelines 7+S): docs/demo.md lists the 5 seeds this was run on before it
+# landed. ROLL_LEARN_KEEP=DIR keeps the run there instead of a temporary directory.
+# It does not hold yet (+3.1 / -7.8 / +4.7 points on seeds 1-3): docs/demo.md, "The e2e learning test", and
+# docs/known-gaps.md. ROLL_LEARN_RL_ARGS adds overrides to the RL run, for experiments.
+set -euo pipefail
+roll="$1"
+root="$(cd "$(dirname "$0")/../.." && pwd)"
+seed="${ROLL_LEARN_SEED:-1}"
+if [[ -n "${ROLL_LEARN_KEEP:-}" ]]; then
+  work="$ROLL_LEARN_KEEP"; rm -rf "$work"; mkdir -p "$work"
+else
+  work="$(mktemp -d /tmp/roll-e2e-learn.XXXXXX)"; trap 'rm -rf "$work"' EXIT
+fi
+cd "$work"
+py=/usr/bin/python3
+demo="$root/examples/demo" configs="$root/tests/e2e/configs"
+t0=$SECONDS
+phase() { echo "== $1 ($((SECONDS - t0)) s)"; }
+
+phase "model init and expert data, seed $seed"
+"$roll" model init --preset tiny --hidden-size 128 --layers 4 --intermediate-size 512 --heads 8 --kv-heads 4 \
+  --vocab 512 --rope-theta 100 --seed "$seed" --out model >/dev/null 2>&1
+expert=(data expert --config_path "$demo" --config_name frozen_lake_gigpo)
+"$roll" "${expert[@]}" --seed $((seed + 10)) --n 8000 --noise 0.1 --out train.jsonl >/dev/null
+"$roll" "${expert[@]}" --seed $((seed + 20)) --n 64 --noise 0 --out val.jsonl >/dev/null
+
+phase "SFT"
+"$roll" sft --config_path "$configs" --config_name frozen_lake_learn_sft --quiet-workers seed=$((7 + seed)) \
+  pretrain=model output_dir=sft logging_dir=logs "sft_train.data_args.file_name=[train.jsonl]" \
+  "validation.data_args.file_name=[val.jsonl]" > sft.log 2>&1 || { tail -30 sft.log; exit 1; }
+sft_ckpt=sft/sft_train/checkpoint-499
+test -f "$sft_ckpt/config.json"
+
+rl=(agentic --config_path "$configs" --config_name frozen_lake_learn_rl --quiet-workers seed=$((7 + seed)))
+evaluate() {  # evaluate CHECKPOINT NAME: greedy success on the config's 64 validation maps
+  "$roll" "${rl[@]}" --eval-only pretrain="$1" output_dir="eval-$2" logging_dir="eval-$2/logs" > "eval-$2.log" 2>&1 \
+    || { tail -30 "eval-$2.log"; exit 1; }
+}
+phase "greedy evaluation of the SFT checkpoint"
+evaluate "$sft_ckpt" sft
+phase "GiGPO"
+"$roll" "${rl[@]}" pretrain="$sft_ckpt" output_dir=rl logging_dir=logs ${ROLL_LEARN_RL_ARGS:-} > rl.log 2>&1 \
+  || { tail -30 rl.log; exit 1; }
+rl_ckpt="$(ls -d rl/actor_train/checkpoint-* | sort -t- -k2 -n | tail -1)"
+phase "greedy evaluation of $rl_ckpt"
+evaluate "$rl_ckpt" rl
+phase "done"
+
+$py - "$seed" $((SECONDS - t0)) <<'PY'
+import glob, json, sys
+def success(name):
+    files = glob.glob(f"eval-{name}/**/metrics.jsonl", recursive=True)
+    assert len(files) == 1, (name, files)
+    m = json.loads(open(files[0]).readline())["metrics"]
+    assert m["val/env/FrozenLake/action_is_valid"] > 0.9, (name, m)  # the answer format held
+    return m["eval/FrozenLake/success"]
+sft, rl = success("sft"), success("rl")
+print(json.dumps({"test": "frozen_lake_learns", "seed": int(sys.argv[1]), "maps": 64,
+                  "sft_success": sft, "rl_success": rl, "gain_points": round(100 * (rl - sft), 2),
+                  "wall_s": int(sys.argv[2])}))
+assert rl - sft >= 0.08, f"RL {rl:.3f} - SFT {sft:.3f} < 8 points"
+PY
