@@ -83,12 +83,15 @@ int main(int argc, char** argv) {
   if (smoke) preset = "tiny", prefill_seq = 64, train_seq = 32, repeats = 1;
   const ModelConfig cfg = preset_config(preset, "qwen2");
   std::vector<at::ScalarType> dtype_list;
-  for (const char* name : {"fp32", "bf16"})
-    if (("," + dtypes + ",").find(std::string(",") + name + ",") != std::string::npos)
-      dtype_list.push_back(std::strcmp(name, "bf16") == 0 ? at::kBFloat16 : at::kFloat);
-  if (dtype_list.empty()) {
-    std::fprintf(stderr, "bench_model: --dtypes '%s': expected fp32, bf16 or both\n", dtypes.c_str());
-    return 2;
+  for (size_t begin = 0; begin <= dtypes.size();) {
+    const size_t comma = std::min(dtypes.find(',', begin), dtypes.size());
+    const std::string name = dtypes.substr(begin, comma - begin);
+    if (name != "fp32" && name != "bf16") {
+      std::fprintf(stderr, "bench_model: --dtypes '%s': '%s' is not fp32 or bf16\n", dtypes.c_str(), name.c_str());
+      return 2;
+    }
+    dtype_list.push_back(name == "bf16" ? at::kBFloat16 : at::kFloat);
+    begin = comma + 1;
   }
   // One warm-up call, then the best of `repeats`; a single repeat is one cold call.
   auto timed = [&](auto&& fn) {

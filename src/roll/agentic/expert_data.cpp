@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include <cstring>
+#include <algorithm>
 
 #include "roll/agentic/env.h"
 #include "roll/agentic/env_layout.h"
@@ -13,25 +13,23 @@
 namespace roll::agentic {
 
 std::string expert_answer(const std::string& action_pattern, const std::string& action) {
-  // The pattern's last capture group is the action; earlier ones (a think block) are left empty.
   std::string text = action_pattern;
   if (text.starts_with("^")) text.erase(0, 1);
   if (text.ends_with("$")) text.pop_back();
   for (size_t at; (at = text.find("\\s*")) != std::string::npos;) text.erase(at, 3);
-  size_t last = std::string::npos;
-  for (const char* group : {"(.*?)", "(.*)"})
-    if (size_t at = text.rfind(group); at != std::string::npos && (last == std::string::npos || at > last)) last = at;
+  // The last capture group is the action; earlier ones (a think block) are written empty.
+  const size_t lazy = text.rfind("(.*?)"), greedy = text.rfind("(.*)");
+  const size_t last = lazy == std::string::npos ? greedy : greedy == std::string::npos ? lazy : std::max(lazy, greedy);
   if (last == std::string::npos)
     throw Error(fmt::format("expert data: action_pattern '{}' has no (.*?) or (.*) group to write the action into",
                             action_pattern));
-  const size_t group_len = text.compare(last, 5, "(.*?)") == 0 ? 5 : 4;
-  text.replace(last, group_len, action);
-  for (const char* group : {"(.*?)", "(.*)"})
-    for (size_t at; (at = text.rfind(group, last)) != std::string::npos;) {
-      text.erase(at, std::strlen(group));
-      last = at;
-    }
-  return text;
+  std::string out;
+  for (size_t i = 0; i < last;) {
+    if (text.compare(i, 5, "(.*?)") == 0) i += 5;
+    else if (text.compare(i, 4, "(.*)") == 0) i += 4;
+    else out += text[i++];
+  }
+  return out + action + text.substr(last + (last == lazy ? 5 : 4));
 }
 
 std::vector<nlohmann::ordered_json> expert_conversations(const EnvSpec& spec, const ExpertDataOptions& o) {
