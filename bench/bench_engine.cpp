@@ -1,5 +1,6 @@
 // Inference engine throughput, printed as JSON lines (DESIGN section 7):
-//   - memory bandwidth (memcpy) and the batch-1 decode bound it implies for each model;
+//   - memory bandwidth (memcpy, and a read-only pass) and the batch-1 decode bound the read rate
+//     implies for each model (decode reads every weight once per step and writes little);
 //   - decode tokens/s of the engine (paged KV cache) at 1, 8, 64 and 256 concurrent sequences,
 //     beside a contiguous-cache baseline (one preallocated [B, Hkv, T, D] cache per layer,
 //     attention by ATen matmuls, the conventional layout) at the same batch sizes, and a
@@ -11,7 +12,6 @@
 //   bench_engine [--threads 2] [--presets small,qwen2.5-0.5b-shape] [--dtypes fp32,bf16]
 //                [--batches 1,8,64,256] [--max-seconds 60] [--smoke]
 #include <ATen/ATen.h>
-#include <ATen/Parallel.h>
 
 #include <chrono>
 #include <cmath>
@@ -21,6 +21,8 @@
 #include <string>
 #include <vector>
 
+#include "roll/core/parallel_for.h"
+#include "roll/engine/cpu_kernels.h"
 #include "roll/engine/engine_core.h"
 #include "roll/engine/model_runner.h"
 #include "roll/model/model_init.h"
@@ -67,6 +69,28 @@ double memcpy_bandwidth(bool smoke) {
   for (int i = 0; i < (smoke ? 2 : 5); ++i) {
     auto t0 = Clock::now();
     dst.copy_(src);
+    best = std::min(best, since(t0));
+  }
+  return static_cast<double>(src.nbytes()) / best;
+}
+
+// Bytes read per second by a vectorised max over a large buffer on all threads: what a decode
+// step that streams its weights can reach at best. memcpy also writes, and counts half of that.
+double read_bandwidth(bool smoke) {
+  at::Tensor src = at::randn({(smoke ? 16 : 256) << 20});
+  const float* p = src.data_ptr<float>();
+  const int64_t n = src.numel(), chunk = 1 << 20;
+  std::vector<float> sink(static_cast<size_t>((n + chunk - 1) / chunk));
+  auto pass = [&] {
+    at::parallel_for(0, (n + chunk - 1) / chunk, 1, [&](int64_t c0, int64_t c1) {
+      for (int64_t c = c0; c < c1; ++c) sink[c] = engine::kernels::max_of(p + c * chunk, std::min(chunk, n - c * chunk));
+    });
+  };
+  pass();
+  double best = 1e30;
+  for (int i = 0; i < (smoke ? 2 : 5); ++i) {
+    auto t0 = Clock::now();
+    pass();
     best = std::min(best, since(t0));
   }
   return static_cast<double>(src.nbytes()) / best;
@@ -295,17 +319,19 @@ int main(int argc, char** argv) {
     o.max_seconds = std::min(o.max_seconds, 5.0);
   }
   at::set_num_threads(o.threads);
-  const double bw = memcpy_bandwidth(o.smoke);
+  const double bw = memcpy_bandwidth(o.smoke), read_bw = read_bandwidth(o.smoke);
   std::printf("{\"bench\":\"memcpy_bandwidth\",\"threads\":%d,\"gb_s\":%.2f,\"read_plus_write_gb_s\":%.2f,\"load1\":%.2f}\n",
               o.threads, bw / 1e9, 2 * bw / 1e9, load1());
+  std::printf("{\"bench\":\"read_bandwidth\",\"threads\":%d,\"gb_s\":%.2f,\"load1\":%.2f}\n", o.threads,
+              read_bw / 1e9, load1());
   for (const auto& preset : o.presets)
     for (const auto& dt : o.dtypes) {
       const at::ScalarType dtype = dt == "bf16" ? at::kBFloat16 : at::kFloat;
       auto m = model::Transformer::random(model::preset_config(preset, "qwen2"), dtype, 0, 0.02);
       const int64_t wb = weight_bytes(*m);
       std::printf("{\"bench\":\"decode_bandwidth_bound\",\"preset\":\"%s\",\"dtype\":\"%s\",\"weight_bytes\":%ld,"
-                  "\"memcpy_gb_s\":%.2f,\"batch1_tokens_per_s_bound\":%.1f}\n",
-                  preset.c_str(), dt.c_str(), wb, bw / 1e9, bw / wb);
+                  "\"memcpy_gb_s\":%.2f,\"read_gb_s\":%.2f,\"batch1_tokens_per_s_bound\":%.1f}\n",
+                  preset.c_str(), dt.c_str(), wb, bw / 1e9, read_bw / 1e9, read_bw / wb);
       std::fflush(stdout);
       bench_prefill(o, preset, m);
       for (int64_t B : o.batches) {

@@ -2,9 +2,11 @@
 // weight streaming, bf16 tiles + BLAS), and paged attention (prefill chunks and decodes over
 // scattered blocks) against dense causal attention.
 #include <ATen/ATen.h>
+#include <ATen/Parallel.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <vector>
 
 #include "roll/engine/cpu_kernels.h"
 #include "roll/engine/linear.h"
@@ -48,6 +50,33 @@ TEST(EngineKernels, LinearMatchesAtenOnEveryPath) {
       EXPECT_LT(max_abs_diff(y, ref), 1e-4) << "M=" << M << " dtype=" << dt;
       EXPECT_LT(max_abs_diff(roll::engine::linear(x, w), at::linear(x, w.to(at::kFloat))), 1e-4);
     }
+}
+
+// Each thread count restores the previous one when it goes out of scope.
+struct AtenThreads {
+  explicit AtenThreads(int n) : saved(at::get_num_threads()) { at::set_num_threads(n); }
+  ~AtenThreads() { at::set_num_threads(saved); }
+  int saved;
+};
+
+// The engine's parallel_for really spreads over the threads it is given (it ran on one thread,
+// silently, while the engine was built without OpenMP), and the split does not change results.
+TEST(EngineKernels, KernelsRunOnEveryThreadWithTheSameResults) {
+  at::manual_seed(2);
+  at::Tensor x1 = at::randn({1, 896}), x5 = at::randn({5, 896}), x40 = at::randn({40, 896});
+  for (at::ScalarType dt : {at::kFloat, at::kBFloat16}) {
+    at::Tensor w = at::randn({1000, 896}).to(dt);
+    std::vector<at::Tensor> serial;
+    {
+      AtenThreads one(1);
+      for (const at::Tensor& x : {x1, x5, x40}) serial.push_back(roll::engine::linear(x, w));
+    }
+    AtenThreads two(2);
+    EXPECT_EQ(roll::engine::parallel_for_width(), 2);
+    int i = 0;
+    for (const at::Tensor& x : {x1, x5, x40})
+      EXPECT_LT(max_abs_diff(roll::engine::linear(x, w), serial[i++]), 1e-4) << "M=" << x.size(0) << " dtype=" << dt;
+  }
 }
 
 TEST(EngineKernels, DotAndAxpyOnBf16Rows) {

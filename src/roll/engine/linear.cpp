@@ -1,11 +1,14 @@
 #include "roll/engine/linear.h"
 
 #include <ATen/ATen.h>
-#include <ATen/Parallel.h>
 
 #include <algorithm>
+#include <mutex>
+#include <set>
+#include <thread>
 #include <vector>
 
+#include "roll/core/parallel_for.h"
 #include "roll/engine/cpu_kernels.h"
 
 namespace roll::engine {
@@ -15,6 +18,16 @@ int64_t& linear_small_m_threshold(at::ScalarType weight_dtype) {
   // OpenBLAS beats it above ~8 rows for fp32.
   static int64_t bf16 = 12, fp32 = 8;
   return weight_dtype == at::kBFloat16 ? bf16 : fp32;
+}
+
+int64_t parallel_for_width() {
+  std::mutex mu;
+  std::set<std::thread::id> seen;
+  at::parallel_for(0, 64 * at::get_num_threads(), 1, [&](int64_t, int64_t) {
+    std::lock_guard<std::mutex> lock(mu);
+    seen.insert(std::this_thread::get_id());
+  });
+  return static_cast<int64_t>(seen.size());
 }
 
 namespace {

@@ -14,4 +14,8 @@ at::Tensor linear(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b 
 // Rows of x at or below which the weight-streaming kernel is used, per weight dtype (tunable).
 int64_t& linear_small_m_threshold(at::ScalarType weight_dtype);
 
+// Distinct threads that ran the tasks of one at::parallel_for compiled in the engine: the
+// engine's kernels run in parallel only if this file was built with OpenMP (core/parallel_for.h).
+int64_t parallel_for_width();
+
 }  // namespace roll::engine

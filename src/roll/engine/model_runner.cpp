@@ -1,12 +1,12 @@
 #include "roll/engine/model_runner.h"
 
 #include <ATen/ATen.h>
-#include <ATen/Parallel.h>
 #include <fmt/format.h>
 
 #include <cmath>
 
 #include "roll/core/error.h"
+#include "roll/core/parallel_for.h"
 #include "roll/engine/linear.h"
 
 namespace roll::engine {

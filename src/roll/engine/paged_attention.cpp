@@ -1,7 +1,6 @@
 #include "roll/engine/paged_attention.h"
 
 #include <ATen/ATen.h>
-#include <ATen/Parallel.h>
 
 #include <algorithm>
 #include <atomic>
@@ -9,6 +8,7 @@
 #include <limits>
 
 #include "roll/core/error.h"
+#include "roll/core/parallel_for.h"
 #include "roll/engine/cpu_kernels.h"
 
 namespace roll::engine {

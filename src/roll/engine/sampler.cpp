@@ -1,9 +1,9 @@
 #include "roll/engine/sampler.h"
 
+#include "roll/core/parallel_for.h"
 #include "roll/engine/cpu_kernels.h"
 
 #include <ATen/ATen.h>
-#include <ATen/Parallel.h>
 
 #include <algorithm>
 #include <atomic>
