@@ -61,39 +61,39 @@ struct Options {
   bool smoke = false;
 };
 
-// Bytes copied per second by a large memcpy (the figure the decode bound uses).
-double memcpy_bandwidth(bool smoke) {
-  at::Tensor src = at::randn({(smoke ? 16 : 128) << 20}), dst = at::empty_like(src);
-  dst.copy_(src);
+// Seconds of the fastest of `repeats` calls of fn, after one untimed warm-up call.
+template <typename F>
+double best_seconds(int repeats, F&& fn) {
+  fn();
   double best = 1e30;
-  for (int i = 0; i < (smoke ? 2 : 5); ++i) {
+  for (int i = 0; i < repeats; ++i) {
     auto t0 = Clock::now();
-    dst.copy_(src);
+    fn();
     best = std::min(best, since(t0));
   }
-  return static_cast<double>(src.nbytes()) / best;
+  return best;
+}
+
+// Bytes copied per second by a large memcpy.
+double memcpy_bandwidth(bool smoke) {
+  at::Tensor src = at::randn({(smoke ? 16 : 128) << 20}), dst = at::empty_like(src);
+  return static_cast<double>(src.nbytes()) / best_seconds(smoke ? 2 : 5, [&] { dst.copy_(src); });
 }
 
 // Bytes read per second by a vectorised max over a large buffer on all threads: what a decode
-// step that streams its weights can reach at best. memcpy also writes, and counts half of that.
+// step that streams its weights can reach at best (the figure the decode bound uses). memcpy
+// also writes, and counts half of that.
 double read_bandwidth(bool smoke) {
   at::Tensor src = at::randn({(smoke ? 16 : 256) << 20});
   const float* p = src.data_ptr<float>();
-  const int64_t n = src.numel(), chunk = 1 << 20;
-  std::vector<float> sink(static_cast<size_t>((n + chunk - 1) / chunk));
-  auto pass = [&] {
-    at::parallel_for(0, (n + chunk - 1) / chunk, 1, [&](int64_t c0, int64_t c1) {
+  const int64_t n = src.numel(), chunk = 1 << 20, chunks = (n + chunk - 1) / chunk;
+  std::vector<float> sink(static_cast<size_t>(chunks));  // keeps the maxima from being optimised away
+  const double s = best_seconds(smoke ? 2 : 5, [&] {
+    at::parallel_for(0, chunks, 1, [&](int64_t c0, int64_t c1) {
       for (int64_t c = c0; c < c1; ++c) sink[c] = engine::kernels::max_of(p + c * chunk, std::min(chunk, n - c * chunk));
     });
-  };
-  pass();
-  double best = 1e30;
-  for (int i = 0; i < (smoke ? 2 : 5); ++i) {
-    auto t0 = Clock::now();
-    pass();
-    best = std::min(best, since(t0));
-  }
-  return static_cast<double>(src.nbytes()) / best;
+  });
+  return static_cast<double>(src.nbytes()) / s;
 }
 
 int64_t weight_bytes(const model::Transformer& m) {
