@@ -11,7 +11,7 @@
 # ROLL_LEARN_KEEP=DIR keeps the run there instead of a temporary directory.
 # ROLL_LEARN_SFT_ARGS / ROLL_LEARN_RL_ARGS add overrides to the SFT / RL run, for experiments.
 set -euo pipefail
-roll="$1"
+roll="$(realpath "$1")"  # absolute: the script works in its own directory
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 seed="${ROLL_LEARN_SEED:-1}"
 if [[ -n "${ROLL_LEARN_KEEP:-}" ]]; then
