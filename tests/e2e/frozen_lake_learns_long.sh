@@ -24,6 +24,7 @@ py=/usr/bin/python3
 configs="$root/tests/e2e/configs"
 t0=$SECONDS
 phase() { echo "== $1 ($((SECONDS - t0)) s)"; }
+last_checkpoint() { ls -d "$1"/checkpoint-* | sort -t- -k2 -n | tail -1; }  # by step number, not by name
 
 phase "model init and expert data, seed $seed"
 "$roll" model init --preset tiny --hidden-size 128 --layers 4 --intermediate-size 512 --heads 8 --kv-heads 4 \
@@ -36,7 +37,7 @@ phase "SFT"
 "$roll" sft --config_path "$configs" --config_name frozen_lake_learn_sft --quiet-workers seed=$((7 + seed)) \
   pretrain=model output_dir=sft logging_dir=logs "sft_train.data_args.file_name=[train.jsonl]" \
   "validation.data_args.file_name=[val.jsonl]" ${ROLL_LEARN_SFT_ARGS:-} > sft.log 2>&1 || { tail -30 sft.log; exit 1; }
-sft_ckpt="$(ls -d sft/sft_train/checkpoint-* | sort -t- -k2 -n | tail -1)"
+sft_ckpt="$(last_checkpoint sft/sft_train)"
 test -f "$sft_ckpt/config.json"
 
 rl=(agentic --config_path "$configs" --config_name frozen_lake_learn_rl --quiet-workers seed=$((7 + seed)))
@@ -49,7 +50,7 @@ evaluate "$sft_ckpt" sft
 phase "GiGPO"
 "$roll" "${rl[@]}" pretrain="$sft_ckpt" output_dir=rl logging_dir=logs ${ROLL_LEARN_RL_ARGS:-} > rl.log 2>&1 \
   || { tail -30 rl.log; exit 1; }
-rl_ckpt="$(ls -d rl/actor_train/checkpoint-* | sort -t- -k2 -n | tail -1)"
+rl_ckpt="$(last_checkpoint rl/actor_train)"
 phase "greedy evaluation of $rl_ckpt"
 evaluate "$rl_ckpt" rl
 phase "done"
@@ -61,17 +62,16 @@ def val_metrics(name):
     assert len(files) == 1, (name, files)
     return json.loads(open(files[0]).readline())["metrics"]
 sft, rl = val_metrics("sft"), val_metrics("rl")
-wall = int(sys.argv[2])
+success = "eval/FrozenLake/success"
+gain, wall = rl[success] - sft[success], int(sys.argv[2])
+def rounded(m, key): return round(m[f"val/env/FrozenLake/{key}"], 3)
 print(json.dumps({"test": "frozen_lake_learns", "seed": int(sys.argv[1]), "maps": 64,
-                  "sft_success": sft["eval/FrozenLake/success"], "rl_success": rl["eval/FrozenLake/success"],
-                  "gain_points": round(100 * (rl["eval/FrozenLake/success"] - sft["eval/FrozenLake/success"]), 2),
-                  "sft_valid": round(sft["val/env/FrozenLake/action_is_valid"], 3),
-                  "rl_valid": round(rl["val/env/FrozenLake/action_is_valid"], 3),
-                  "sft_effective": round(sft["val/env/FrozenLake/action_is_effective"], 3),
-                  "rl_effective": round(rl["val/env/FrozenLake/action_is_effective"], 3), "wall_s": wall}))
+                  "sft_success": sft[success], "rl_success": rl[success], "gain_points": round(100 * gain, 2),
+                  "sft_valid": rounded(sft, "action_is_valid"), "rl_valid": rounded(rl, "action_is_valid"),
+                  "sft_effective": rounded(sft, "action_is_effective"), "rl_effective": rounded(rl, "action_is_effective"),
+                  "wall_s": wall}))
 # RL must not have broken the answer format (the SFT start may still write some invalid answers).
 assert rl["val/env/FrozenLake/action_is_valid"] > 0.9, rl
-gain = rl["eval/FrozenLake/success"] - sft["eval/FrozenLake/success"]
 assert gain >= 0.08, f"RL - SFT = {100 * gain:.1f} points < 8"
 assert wall <= 240, f"the test took {wall} s, more than the issue's 4 minutes"
 PY
