@@ -121,7 +121,7 @@ TEST(AgenticStepEnvManager, OneSamplePerTurnWithHistoryAndStateHashes) {
     EXPECT_EQ(b.tensor("attention_mask")[i].sum().item<int64_t>(), L);
     EXPECT_EQ(b.tensor("prompt_mask")[i].sum().item<int64_t>(), P);
     EXPECT_EQ(b.tensor("response_mask")[i].sum().item<int64_t>(), L - P);
-    // The turn's own reward at its last token, nothing elsewhere.
+    // The turn's own reward at its last token, nothing elsewhere; fp32 storage of |r| ≤ 1: ≤ 6e-8.
     EXPECT_NEAR(b.tensor("scores")[i][L - 1].item<float>(), rewards[i], 1e-6);
     EXPECT_NEAR(b.tensor("scores")[i].abs().sum().item<float>(), std::abs(rewards[i]), 1e-6);
     EXPECT_NEAR(b.tensor("infer_logprobs")[i][P - 1].item<float>(), -0.5, 1e-6);

@@ -93,7 +93,7 @@ TEST(AgenticTrajEnvManager, ThreeTurnTokenLayoutAndMasks) {
   const int64_t first_resp = static_cast<int64_t>(llm.requests[0].input_ids.size());
   EXPECT_EQ(b.tensor("prompt_mask").sum().item<int64_t>(), first_resp);
   EXPECT_EQ(b.tensor("attention_mask").sum().item<int64_t>(), L);
-  // scores: the episode score at the last real token; 3 invalid actions x -0.01.
+  // scores: the episode score at the last real token; 3 invalid actions x -0.01 (fp32 storage: ≤ 2e-9).
   EXPECT_NEAR(b.tensor("scores")[0][L - 1].item<float>(), -0.03, 1e-6);
   EXPECT_NEAR(b.tensor("scores").sum().item<float>(), -0.03, 1e-6);
   // infer_logprobs are aligned to predicting token t+1: response token i sits at i-1.

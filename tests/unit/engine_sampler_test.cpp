@@ -27,6 +27,7 @@ TEST(EngineSampler, GreedyAndRawLogProbs) {
   p.temperature = 0;
   auto out = draw_many(logits, p, 1);
   EXPECT_EQ(out[0].token, 1);
+  // Log-softmax over 4 logits in another grouping: a few ulp of |log p| ≲ 1.1 (ulp 1.2e-7) -> 1e-6.
   EXPECT_NEAR(out[0].logprob, at::log_softmax(logits, 1)[0][1].item<float>(), 1e-6);
   // The log-prob stays the raw one whatever the temperature and filters.
   p.temperature = 0.3;
@@ -62,6 +63,7 @@ TEST(EngineSampler, EmpiricalFrequenciesFollowTheTemperedSoftmax) {
   std::vector<double> freq(4, 0);
   for (const auto& t : draw_many(logits, p, n)) freq[t.token] += 1.0 / n;
   at::Tensor expect = at::softmax(logits[0] / 0.7, 0);
+  // Sampling noise, not rounding: sqrt(p(1 − p)/n) ≤ 3.5e-3, so 0.015 is > 4 sigma.
   for (int i = 0; i < 4; ++i) EXPECT_NEAR(freq[i], expect[i].item<double>(), 0.015) << "token " << i;
 }
 

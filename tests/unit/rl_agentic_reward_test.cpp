@@ -12,6 +12,7 @@ namespace roll::rl {
 namespace {
 
 at::Tensor vec(std::vector<float> v) { return at::tensor(v); }
+// fp32 group mean/std over ≤ 6 values and (x − μ)/(σ + 1e-6) against double: a few ulp (≲ 1e-6) -> 1e-4.
 void expect_close(const at::Tensor& got, const at::Tensor& want, double tol = 1e-4) {
   ASSERT_EQ(got.sizes(), want.sizes());
   EXPECT_TRUE(at::allclose(got.to(at::kFloat), want.to(at::kFloat), tol, tol)) << got << "\nwant\n" << want;

@@ -19,6 +19,7 @@ double agg(const at::Tensor& L, const at::Tensor& M, const char* mode, AggNorm n
   return agg_loss(L, M, parse_loss_agg_mode(mode), n, w).item<double>();
 }
 
+// Sums of ≤ 6 small integers in fp32 are exact; the divisions round once at |x| ≤ 8 (ulp 4.8e-7) -> 1e-6.
 TEST(RlAggLossModes, HandValues) {
   at::Tensor L = rows({{1, 2, 3}, {4, 5, 0}});
   at::Tensor M = rows({{1, 1, 1}, {1, 1, 0}});
@@ -86,6 +87,7 @@ TEST(RlAggLossProperty, TokenMeanEqualsSeqMeanTokenMeanForEqualLengths) {
     int64_t B = 1 + trial % 7, T = 3 + trial % 5, len = 1 + trial % T;
     at::Tensor M = (at::arange(T) < len).to(at::kFloat).unsqueeze(0).expand({B, T}).contiguous();
     at::Tensor L = at::randn({B, T}) * M;
+    // Two fp32 groupings of ≤ 49 N(0,1) terms: ~sqrt(49)·eps·|L|max(4) ≈ 3e-6 -> 1e-5.
     EXPECT_NEAR(agg(L, M, "token-mean"), agg(L, M, "seq-mean-token-mean"), 1e-5);
   }
 }
@@ -128,6 +130,7 @@ void check_accumulation(LossAggMode mode) {
     }
     avg += w.grad() / double(dp);
   }
+  // fp32 sums of 48 O(1) token terms in other groupings: ~sqrt(48)·eps ≈ 1e-6 relative -> rtol 1e-5.
   EXPECT_TRUE(at::allclose(avg, full, 1e-5, 1e-6)) << avg << "\nfull\n" << full;
 }
 

@@ -19,6 +19,8 @@ at::Tensor rows(std::vector<std::vector<float>> v) {
   for (auto& x : v) r.push_back(at::tensor(x));
   return at::stack(r);
 }
+// Hand values against fp32 results of a few elementwise ops (exp/log ≤ 1 ulp on any CPU) and ≤ 9-term
+// sums of |x| ≤ 3: a few roundings of ulp(3) = 2.4e-7 -> 1e-6 for scalars, 1e-5 for tensors.
 void expect_close(const at::Tensor& got, const at::Tensor& want, double tol = 1e-5) {
   ASSERT_EQ(got.sizes(), want.sizes());
   EXPECT_TRUE(at::allclose(got.to(at::kFloat), want.to(at::kFloat), tol, tol)) << got << "\nwant\n" << want;

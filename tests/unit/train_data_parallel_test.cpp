@@ -86,7 +86,8 @@ TEST(TrainDataParallel, AllReducedGradientsEqualSingleProcess) {
         ASSERT_EQ(got.size(), ref.size());
         for (size_t k = 0; k < ref.size(); ++k) {
           ASSERT_EQ(got[k].first, ref[k].first);
-          EXPECT_LE(rel_diff(got[k].second, ref[k].second), 1e-6)
+          // fp32: ~sqrt(96 tokens)·eps per reduction through ~8 chained reductions of 2 layers -> 1e-5.
+          EXPECT_LE(rel_diff(got[k].second, ref[k].second), 1e-5)
               << "stage " << stage << " gc " << gc << " " << ref[k].first;
         }
       }
@@ -104,7 +105,9 @@ TEST(TrainDataParallel, ParametersAfterFiveStepsMatchSingleProcessForEveryStage)
       base.optimizer = opt;
       base.lr = opt == "sgd" ? 0.1 : 1e-2;
       const auto ref = train_run(base, nullptr);
-      const double tol = opt == "sgd" ? 1e-6 : 1e-6 + 1e-3 * base.lr * base.steps;
+      // SGD: per step |Δw| ≤ lr·‖Δg‖₂ ≤ lr·1e-5·max_grad_norm (the fp32 bound above), +1e-6 rounding |w| < 4.
+      // AdamW: a step is lr·g/eps where |g| ≲ eps = 1e-6; fp32 noise √96·eps·|g|rms(3e-3) ≈ 3e-9 -> 3e-3·lr.
+      const double tol = opt == "sgd" ? 1e-6 + 1e-5 * base.lr * base.steps : 1e-6 + 3e-3 * base.lr * base.steps;
       const auto start = tiny_model()->named_parameters();
       EXPECT_GT(max_abs_diff(ref[1].second, start[1].second), 100 * tol) << "the reference did not train";
       for (int stage : {0, 1, 2, 3})
@@ -126,9 +129,9 @@ TEST(TrainDataParallel, ParametersAfterFiveStepsMatchSingleProcessForEveryStage)
     // AdamW at its default eps = 1e-8 divides by sqrt(v) ~ |g|, so elements whose gradient is a
     // near-cancellation (k_proj.bias's is exactly 0 in exact arithmetic: softmax ignores a shift of
     // the keys) move by ~lr in the direction of their rounding noise. Any change of summation order
-    // does that: one process with GA 4 instead of 2 differs from GA 2 by ~2.4e-4 here, well above
-    // 1e-3·lr·steps. So at eps 1e-8 data parallel must stay within that single-process noise floor;
-    // the strict tolerance above holds at eps 1e-6.
+    // does that: one process with GA 4 instead of 2 differs from GA 2 by ~2.4e-4 here, above the
+    // 3e-3·lr·steps of eps 1e-6. So at eps 1e-8 data parallel must stay within that single-process
+    // noise floor; the strict tolerance above holds at eps 1e-6.
     RunSpec strict;
     strict.optimizer = "adamw";
     strict.lr = 1e-2;

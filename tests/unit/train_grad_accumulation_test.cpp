@@ -36,8 +36,10 @@ TEST(TrainGradAccumulation, AccumulatedMicroBatchesEqualTheFullBatch) {
       const int64_t micro = 8 / ga;
       for (int64_t i = 0; i < ga; ++i) acc.backward(micro_loss(acc, b.rows(i * micro, (i + 1) * micro), tokens, ga, 1));
       const auto got = acc.reduced_gradients();
+      // fp32: ~sqrt(96 tokens)·eps ≈ 1.2e-6 per reduction, through ~8 chained reductions of the
+      // 2-layer model -> 1e-5 (a missing ÷GA is off by ≥ 0.5).
       for (size_t k = 0; k < want.size(); ++k)
-        EXPECT_LE(rel_diff(got[k].second, want[k].second), 1e-6) << "GA " << ga << " " << want[k].first;
+        EXPECT_LE(rel_diff(got[k].second, want[k].second), 1e-5) << "GA " << ga << " " << want[k].first;
     }
   }
 }
