@@ -5,6 +5,8 @@
 #include <cstring>
 
 #include "config_test_util.h"
+#include "roll/config/platform.h"
+#include "roll/core/cpu_features.h"
 
 using namespace roll;
 using namespace roll::config;
@@ -444,4 +446,60 @@ TEST(ConfigDerive, MaxModelLenBelowSequenceLengthWarns) {
 TEST(ConfigDerive, NetworkTrackersWarn) {
   Fixture f;
   EXPECT_TRUE(has_warning(f.rlvr({"track_with=wandb"}), "network"));
+}
+
+TEST(ConfigDerive, Bf16WithoutNativeInstructionsIsAWarningNamingKeyFeatureAndCost) {
+  core::CpuFeatures zen3;
+  zen3.model = "AMD EPYC 7763 64-Core Processor";
+  zen3.avx2 = true;
+  auto w = config::cpu_dtype_warning("bf16", zen3);
+  ASSERT_TRUE(w.has_value());
+  EXPECT_NE(w->find("AMD EPYC 7763"), std::string::npos) << *w;
+  EXPECT_NE(w->find("avx512_bf16"), std::string::npos) << *w;
+  EXPECT_NE(w->find("25-40x slower"), std::string::npos) << *w;
+  EXPECT_NE(w->find("fp32"), std::string::npos) << *w;
+  EXPECT_FALSE(config::cpu_dtype_warning("fp32", zen3).has_value());
+
+  core::CpuFeatures zen4 = zen3;
+  zen4.avx512f = zen4.avx512_bf16 = true;
+  EXPECT_FALSE(config::cpu_dtype_warning("bf16", zen4).has_value());
+  core::CpuFeatures amx = zen3;
+  amx.amx_bf16 = true;
+  EXPECT_FALSE(config::cpu_dtype_warning("bf16", amx).has_value());
+}
+
+TEST(ConfigDerive, Bf16WarningFollowsThisCpuAndOnlyWhereTheMathRunsOnIt) {
+  Fixture f;
+  const bool native = core::cpu_features().native_bf16();
+  // dtype defaults to bf16 (ROLL's default).
+  auto cpu = f.rlvr();
+  EXPECT_EQ(has_warning(cpu, "key 'actor_train.model_args.dtype': bf16 on this CPU"), !native);
+  EXPECT_EQ(has_warning(cpu, "key 'actor_infer.model_args.dtype': bf16 on this CPU"), !native);
+  auto fp32 = f.rlvr({"actor_train.model_args.dtype=fp32", "actor_infer.model_args.dtype=fp32",
+                      "reference.model_args.dtype=fp32"});
+  EXPECT_FALSE(has_warning(fp32, "bf16 on this CPU"));
+  // On the NPU the products run on the device, not on this CPU.
+  EXPECT_FALSE(has_warning(f.rlvr({}, Platform::npu), "bf16 on this CPU"));
+}
+
+TEST(ConfigDerive, AgenticOverlongRewardNeedsPerTurnSamples) {
+  Fixture f;
+  auto msg = error_of([&] {
+    f.agentic({"overlong_reward.enable=true", "overlong_reward.buffer_len=8"});
+  });
+  EXPECT_NE(msg.find("overlong_reward.enable"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("StepEnvManager"), std::string::npos) << msg;
+  auto ok = f.agentic({"overlong_reward.enable=true", "overlong_reward.buffer_len=8",
+                       "+custom_env.FrozenLake.env_manager_cls=roll.pipeline.agentic.env_manager.step_env_manager.StepEnvManager"});
+  EXPECT_TRUE(ok.config.overlong_reward.enable);
+}
+
+TEST(ConfigDerive, AgenticTemplateOtherThanNativeIsAWarningThatItIsUnused) {
+  Fixture f;
+  EXPECT_FALSE(has_warning(f.agentic(), "data_args.template"));
+  auto l = f.agentic({"+actor_infer.data_args.template=chatml"});
+  EXPECT_TRUE(has_warning(l, "key 'actor_infer.data_args.template': 'chatml' is not used by the agentic pipeline"));
+  EXPECT_FALSE(has_warning(f.agentic({"+actor_infer.data_args.template=native"}), "data_args.template"));
+  // The RLVR pipeline renders its prompts with it.
+  EXPECT_FALSE(has_warning(f.rlvr({"+actor_infer.data_args.template=chatml"}), "is not used"));
 }

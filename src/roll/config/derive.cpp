@@ -9,6 +9,7 @@
 
 #include "roll/config/device_mapping.h"
 #include "roll/config/load.h"
+#include "roll/core/cpu_features.h"
 
 namespace roll::config {
 namespace {
@@ -150,6 +151,8 @@ void derive_worker(Ctx& x, const std::string& role, WorkerConfig& w, bool needs_
   if (w.model_args.lora_target)
     x.error(role + ".model_args.lora_target", "LoRA is not supported in rollcpp yet; see docs/known-gaps.md");
   x.one_of(role + ".model_args.dtype", w.model_args.dtype, {"fp32", "bf16", "fp16"});
+  if (needs_devices && x.rules.compute_on_cpu)
+    if (auto slow = cpu_dtype_warning(w.model_args.dtype, core::cpu_features())) x.warn(role + ".model_args.dtype", *slow);
   if (w.model_args.dtype == "bf16") w.training_args.bf16 = true;
   if (w.model_args.dtype == "fp16") w.training_args.fp16 = true;
   if (w.model_args.attn_implementation)
@@ -524,6 +527,12 @@ void derive_env_manager(Ctx& x, const std::string& key, EnvManagerConfig& m, boo
                           "see docs/known-gaps.md",
                           env_type));
     NodePtr mgr = spec->get("env_manager_cls");
+    // A trajectory sample spans every turn, with no single generation limit to shape against.
+    if (is_train && c.overlong_reward.enable && !(mgr && mgr->is_scalar() && mgr->text().ends_with("StepEnvManager")))
+      x.error("overlong_reward.enable",
+              fmt::format("the agentic overlong penalty applies to per-turn samples (against max_tokens_per_step): "
+                          "custom_envs.{}.env_manager_cls must be StepEnvManager (it is {})",
+                          tag, mgr && mgr->is_scalar() ? mgr->text() : "TrajEnvManager, the default"));
     if (mgr && mgr->is_scalar()) {
       const std::string& cls = mgr->text();
       if (!cls.ends_with("TrajEnvManager") && !cls.ends_with("StepEnvManager"))
@@ -566,6 +575,17 @@ void derive_env_manager(Ctx& x, const std::string& key, EnvManagerConfig& m, boo
 void derive_agentic(Ctx& x) {
   PipelineConfig& c = x.c;
   if (!c.sequence_length) x.error("sequence_length", "the agentic pipeline needs sequence_length");
+  // The env managers render prompts with the model's own chat template, as ROLL's do; a template
+  // named here changes nothing, and an SFT warm start rendered with it would train on prompts the
+  // policy never sees.
+  for (const auto& [role, w] : {std::pair<const char*, const WorkerConfig*>{"actor_train", &c.actor_train},
+                                {"actor_infer", &c.actor_infer}})
+    if (w->data_args && w->data_args->template_name != "native")
+      x.warn(std::string(role) + ".data_args.template",
+             fmt::format("'{}' is not used by the agentic pipeline: its env managers render every prompt with the "
+                         "model's own chat template (tokenizer_config.json, enable_thinking false), as ROLL's do; "
+                         "an SFT warm start for this policy should render the same way (data_args.template: native)",
+                         w->data_args->template_name));
   if (c.max_steps <= 0 && c.max_steps != -1) x.error("max_steps", "must be > 0 or -1");
   x.one_of("batch_adjust_mode", c.batch_adjust_mode, {"copy", "delete", "auto", "random_sample"});
   x.one_of("ratio_type", c.ratio_type, {"token", "segment"});

@@ -6,6 +6,10 @@
 #include <utility>
 #include <vector>
 
+namespace roll::core {
+struct CpuFeatures;
+}
+
 namespace roll::config {
 
 enum class Platform { cpu, cuda, npu, npu_emulated };
@@ -34,5 +38,9 @@ Platform default_platform();
 // Accelerators this node has, counted from their device nodes under `dev_dir` (/dev/nvidia<N>,
 // /dev/davinci<N>); nullopt on cpu and npu-emulated, where a "device" is a slot of cores.
 std::optional<int> detected_device_count(Platform p, const std::string& dev_dir = "/dev");
+
+// The warning for a CPU worker asked for `dtype` that `cpu` has no instructions for (bf16 without
+// AVX512-BF16 or AMX-BF16: ATen then widens every product in software); nullopt otherwise.
+std::optional<std::string> cpu_dtype_warning(const std::string& dtype, const core::CpuFeatures& cpu);
 
 }  // namespace roll::config

@@ -6,6 +6,8 @@
 #include <cmath>
 #include <cstring>
 
+#include "roll/core/cpu_features.h"
+
 namespace roll::engine::kernels {
 
 namespace {
@@ -183,11 +185,7 @@ AVX2 void bf16_to_float_avx2(const uint16_t* src, float* dst, int64_t n) {
   for (; i < n; ++i) dst[i] = bf16(src[i]);
 }
 
-bool detect_avx2() {
-  __builtin_cpu_init();  // may run before main (static initialisation)
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-}
-const bool kAvx2 = detect_avx2();
+const bool kAvx2 = core::cpu_features().avx2;
 
 // exp(x) for 8 floats: Cephes' expf (range reduction by ln 2 in two parts, degree-5 polynomial),
 // relative error ~1e-7; inputs below -87.3 give 0.
