@@ -5,6 +5,10 @@
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+
+#include "roll/config/node.h"
 #include "roll/config/schema.h"
 #include "roll/core/batch.h"
 #include "roll/core/error.h"
@@ -157,4 +161,88 @@ TEST(AgenticPipelineRewards, TrajectoryBatchesAreRefusedForStepEstimators) {
   }
   // Without the returns the reward step says what is missing instead of reading garbage.
   EXPECT_THROW(agentic_response_rewards(b, step_config("step_reinforce")), Error);
+}
+
+namespace {
+
+// The step batch with per-turn response lengths, and a FrozenLake env whose turns may take 10 tokens.
+const std::vector<int64_t> kTurnLengths = {10, 9, 8, 7, 2, 10, 6, 0};
+
+Batch step_batch_with_lengths() {
+  Batch b = step_batch();
+  at::Tensor mask = at::zeros({b.size(), 14}, at::kLong);
+  for (int64_t i = 0; i < b.size(); ++i) mask[i].slice(0, 2, 2 + kTurnLengths[static_cast<size_t>(i)]).fill_(1);
+  b.set_tensor("response_mask", mask);
+  return b;
+}
+
+config::PipelineConfig overlong_config(const std::string& estimator) {
+  config::PipelineConfig c = step_config(estimator);
+  c.overlong_reward.enable = true;
+  c.overlong_reward.buffer_len = 4;
+  c.overlong_reward.penalty_factor = 0.5;
+  c.custom_envs = {{"FrozenLake", config::parse_yaml_text("{env_type: frozen_lake, max_steps: 5, max_tokens_per_step: 10, "
+                                                          "agent_template: 'x', env_manager_cls: "
+                                                          "roll.pipeline.agentic.env_manager.step_env_manager.StepEnvManager}",
+                                                          {})}};
+  return c;
+}
+
+// DAPO's penalty by hand: L_max 10, buffer 4, factor 0.5: 0 up to 6 tokens, then -0.125 per token.
+std::vector<double> hand_penalty() {
+  std::vector<double> out;
+  for (int64_t len : kTurnLengths) out.push_back(0.5 * std::clamp((10.0 - 4.0 - static_cast<double>(len)) / 4.0, -1.0, 0.0));
+  return out;
+}
+
+// (x - μ)/(σ + 1e-6) with the unbiased σ over the rows of `rows`.
+std::vector<double> normalised(const std::vector<double>& x, const std::vector<size_t>& rows) {
+  double mean = 0, var = 0;
+  for (size_t r : rows) mean += x[r] / static_cast<double>(rows.size());
+  for (size_t r : rows) var += (x[r] - mean) * (x[r] - mean) / static_cast<double>(rows.size() - 1);
+  std::vector<double> out(x.size(), 0.0);
+  for (size_t r : rows) out[r] = (x[r] - mean) / (std::sqrt(var) + 1e-6);
+  return out;
+}
+
+}  // namespace
+
+TEST(AgenticPipelineRewards, OverlongPenaltyJoinsTheTurnScoreBeforeNormalisation) {
+  Batch b = step_batch_with_lengths();
+  auto c = overlong_config("grpo");
+  c.reward_normalization.grouping = "tags";
+  rl::AgenticRewardResult r = agentic_response_rewards(b, c);
+  const std::vector<double> pen = hand_penalty();
+  std::vector<double> shaped;
+  for (size_t i = 0; i < kRows.size(); ++i) shaped.push_back(kRows[i].step_score + pen[i]);
+  // Rewards of a few units through one normalisation: fp32 keeps ~1e-6 of them.
+  expect_near(r.response_level_rewards, normalised(shaped, {0, 1, 2, 3, 4, 5, 6, 7}), 1e-5, "response_level_rewards");
+  EXPECT_NEAR(r.metrics.last("critic/overlong_penalty_mean"), -1.75 / 8, 1e-7);
+  EXPECT_NEAR(r.metrics.last("critic/overlong_penalized_ratio"), 5.0 / 8, 1e-7);
+}
+
+TEST(AgenticPipelineRewards, OverlongPenaltyJoinsTheStepReturnsOfStepEstimators) {
+  Batch b = step_batch_with_lengths();
+  const auto c = overlong_config("step_reinforce");
+  add_step_returns(b, c);
+  rl::AgenticRewardResult r = agentic_response_rewards(b, c);
+  const std::vector<double> pen = hand_penalty();
+  std::vector<double> shaped;
+  for (size_t i = 0; i < kReturns.size(); ++i) shaped.push_back(kReturns[i] + pen[i]);
+  std::vector<double> want = normalised(shaped, {0, 1, 3, 5, 6});  // traj group A
+  const std::vector<double> group_b = normalised(shaped, {2, 4, 7});
+  for (size_t row : {2, 4, 7}) want[row] = group_b[row];
+  expect_near(r.response_level_rewards, want, 1e-5, "response_level_rewards");
+}
+
+TEST(AgenticPipelineRewards, OverlongPenaltyIsOffByDefault) {
+  Batch b = step_batch_with_lengths();
+  auto c = overlong_config("grpo");
+  c.overlong_reward.enable = false;
+  c.reward_normalization.grouping = "tags";
+  rl::AgenticRewardResult r = agentic_response_rewards(b, c);
+  std::vector<double> plain;
+  for (const auto& row : kRows) plain.push_back(row.step_score);
+  expect_near(r.response_level_rewards, normalised(plain, {0, 1, 2, 3, 4, 5, 6, 7}), 1e-5, "response_level_rewards");
+  EXPECT_FALSE(r.metrics.contains("critic/overlong_penalty_mean"));
 }

@@ -3,8 +3,13 @@
 #include <ATen/ATen.h>
 #include <fmt/format.h>
 
+#include <limits>
+#include <map>
+
+#include "roll/agentic/env_layout.h"
 #include "roll/config/schema.h"
 #include "roll/core/error.h"
+#include "roll/rl/overlong.h"
 
 namespace roll::pipeline {
 namespace {
@@ -89,7 +94,42 @@ rl::AgenticRewardResult agentic_response_rewards(const Batch& batch, const confi
     ri.episode_scores = at::tensor(number_column(batch, "episode_scores", c), at::kDouble).to(at::kFloat);
     per_turn_column(batch, "state_hash", c);
   }
-  return rl::compute_response_level_rewards(ri, rp);
+  rl::MetricMap overlong;
+  if (c.overlong_reward.enable) {
+    // The penalty joins each turn's own reward before normalisation: the step return for the
+    // per-turn estimators, the turn's score otherwise.
+    const OverlongShaping shaped = overlong_turn_penalty(batch, c);
+    overlong = shaped.metrics;
+    if (uses_step_rewards(c))
+      ri.step_rewards = ri.step_rewards + shaped.penalty.to(ri.step_rewards.scalar_type());
+    else
+      ri.scores = (ri.scores.dim() == 2 ? ri.scores.sum(-1) : ri.scores) + shaped.penalty.to(ri.scores.scalar_type());
+  }
+  rl::AgenticRewardResult out = rl::compute_response_level_rewards(ri, rp);
+  out.metrics.merge(overlong);
+  return out;
+}
+
+OverlongShaping overlong_turn_penalty(const Batch& batch, const config::PipelineConfig& c) {
+  const at::Tensor lengths = batch.tensor("response_mask").sum(1).to(at::kFloat);
+  const std::vector<std::string> tags = string_column(batch, "tags");
+  rl::OverlongParams p{c.overlong_reward.enable, c.overlong_reward.buffer_len, c.overlong_reward.penalty_factor};
+  OverlongShaping out{at::zeros({batch.size()}, at::kFloat), {}};
+  // A turn's limit is its env's max_tokens_per_step (capped by the fleet's max_new_tokens), so the
+  // penalty is computed per tag.
+  std::map<std::string, std::vector<int64_t>> rows_of_tag;
+  for (int64_t i = 0; i < batch.size(); ++i) rows_of_tag[tags[static_cast<size_t>(i)]].push_back(i);
+  const int64_t fleet_limit = c.train_env_manager.worker.generating_args
+                                  ? c.train_env_manager.worker.generating_args->max_new_tokens
+                                  : std::numeric_limits<int64_t>::max();
+  for (const auto& [tag, rows] : rows_of_tag) {
+    const int64_t limit = std::min(agentic::env_spec_of(c, tag).max_tokens_per_step, fleet_limit);
+    const at::Tensor idx = at::tensor(rows, at::kLong);
+    out.penalty.index_copy_(0, idx, rl::overlong_penalty(lengths.index_select(0, idx), limit, p));
+  }
+  out.metrics.add("critic/overlong_penalty_mean", out.penalty.mean().item<double>());
+  out.metrics.add("critic/overlong_penalized_ratio", (out.penalty < 0).to(at::kFloat).mean().item<double>());
+  return out;
 }
 
 }  // namespace roll::pipeline

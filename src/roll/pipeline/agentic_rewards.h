@@ -32,6 +32,16 @@ rl::AgenticRewardParams agentic_reward_params(const config::PipelineConfig& c);
 // rl::compute_response_level_rewards over `batch`: tensor `scores`; for gigpo also column
 // episode_scores, tensor step_rewards and columns traj_group_id, state_hash; step_reinforce
 // step_rewards; and the grouping columns traj_group_id, tags, traj_id where present.
+// With overlong_reward.enable, each turn's DAPO overlong penalty is added to its reward first.
 rl::AgenticRewardResult agentic_response_rewards(const Batch& batch, const config::PipelineConfig& c);
+
+// DAPO's overlong penalty of every turn of a step-wise batch (spec: rl/overlong.h), against its
+// env's max_tokens_per_step capped by train_env_manager's max_new_tokens; with the two
+// critic/overlong_* metrics.
+struct OverlongShaping {
+  at::Tensor penalty;  // [B], <= 0
+  rl::MetricMap metrics;
+};
+OverlongShaping overlong_turn_penalty(const Batch& batch, const config::PipelineConfig& c);
 
 }  // namespace roll::pipeline

@@ -176,7 +176,14 @@ Metrics PipelineBase::compute_log_probs_and_values(Batch& batch) {
     }
   }
   batch.set_tensor("old_log_probs", old_lp);
-  batch.set_tensor("ref_log_probs", ref_f ? ref_f->get().batch->tensor("log_probs") : old_lp);
+  // Without a reference, ROLL measures the KL against the old policy; without a recomputed old policy
+  // either there is nothing to measure against (zeros would read as a KL of 10 after the k3 clamp).
+  if (ref_f)
+    batch.set_tensor("ref_log_probs", ref_f->get().batch->tensor("log_probs"));
+  else if (old_f)
+    batch.set_tensor("ref_log_probs", old_lp);
+  else if (batch.has_tensor("ref_log_probs"))
+    batch.erase_tensor("ref_log_probs");
   if (values_f) batch.set_tensor("values", values_f->get().batch->tensor("values"));
   return m;
 }

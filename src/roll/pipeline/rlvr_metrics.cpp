@@ -7,6 +7,7 @@
 #include "roll/rl/data_metrics.h"
 #include "roll/rl/estimator.h"
 #include "roll/rl/masks.h"
+#include "roll/rl/overlong.h"
 
 namespace roll::pipeline {
 namespace {
@@ -37,13 +38,23 @@ rl::MetricMap compute_domain_advantages(Batch& d, const config::PipelineConfig& 
   rl::SampleMaskResult mask = rl::sample_level_mask(m, d.tensor("responses").size(1), scores, sp);
   out.merge(mask.metrics);
 
+  // DAPO overlong shaping joins the raw score before normalisation; the masks above and the
+  // critic/score metrics see the verifier's score.
+  at::Tensor shaped_scores = scores;
+  if (c.overlong_reward.enable) {
+    const rl::OverlongParams op{true, c.overlong_reward.buffer_len, c.overlong_reward.penalty_factor};
+    rl::OverlongResult ol = rl::apply_overlong_penalty(scores, m.sum(1), d.tensor("responses").size(1), op);
+    shaped_scores = ol.rewards;
+    out.merge(ol.metrics);
+  }
+
   rl::RewardPostprocessParams rp;
   rp.adv_estimator = rl::parse_adv_estimator(c.adv_estimator);
   rp.norm_mean_type = norm_of(c.norm_mean_type);
   rp.norm_std_type = norm_of(c.norm_std_type);
   rp.num_return_sequences = n;
   rp.reward_clip = c.reward_clip;
-  rl::RewardPostprocessResult post = rl::reward_postprocess(scores, rp, running, domain);
+  rl::RewardPostprocessResult post = rl::reward_postprocess(shaped_scores, rp, running, domain);
   out.merge(post.metrics);
 
   out.merge(token_rewards_and_advantages(d, post.rewards, mask.final_response_mask, c, kl));
