@@ -6,6 +6,7 @@
 #include <set>
 
 #include "roll/config/interpolate.h"
+#include "roll/config/key_registry.h"
 #include "roll/config/reader.h"
 
 namespace roll::config {
@@ -63,6 +64,16 @@ LoadedConfig load_config(const LoadRequest& request) {
     for (const auto& u : unknown) list += fmt::format("\n  {}{}", u.key, u.message.empty() ? "" : " (" + u.message + ")");
     out.warnings.push_back(
         {"", fmt::format("{} unknown key(s) ignored (ROLL drops them silently):{}", unknown.size(), list)});
+  }
+  // One warning listing every key the config sets that rollcpp accepts but does not act on
+  // (key_registry.h). Unlike unknown keys, those written in included files count too: the value
+  // is dropped wherever it was written, and the user should know.
+  if (const auto ignored = ignored_keys_set(out.resolved); !ignored.empty()) {
+    std::string list;
+    for (const auto& k : ignored)
+      list += fmt::format("\n  {}{}: {}", k.path, k.where.empty() ? "" : " (" + k.where + ")", k.reason);
+    out.warnings.push_back(
+        {"", fmt::format("{} key(s) accepted and ignored (no effect in rollcpp):{}", ignored.size(), list)});
   }
   diag.throw_if_errors();  // type errors make derivation meaningless
   derive_and_check(c, out.resolved, out.platform, request.devices_per_node, diag);

@@ -2,7 +2,8 @@
 // Typed ROLL configuration (spec section 2): one struct per ROLL dataclass, with ROLL's defaults.
 // Each struct lists its keys once, in `visit`, which serves loading (reader.h), printing
 // (`roll validate`) and the unknown-key check. Fields that ROLL has but rollcpp does not act on
-// are still listed (as `inert`), so they are accepted without a warning, as in ROLL.
+// are still listed (as `inert`), so they are accepted; key_registry.h says for every key whether
+// it is consumed or ignored, and a config that sets an ignored key gets a warning naming it.
 #include <cstdint>
 #include <optional>
 #include <string>
