@@ -26,8 +26,10 @@
 #include "roll/runtime/rpc_server.h"
 #include "roll/runtime/worker_launch.h"
 #include "roll/workers/group_queue_service.h"
+#include "roll/workers/metrics_json.h"
 #include "roll/workers/request_router.h"
 #include "roll/workers/router_service.h"
+#include "roll/workers/rpc_methods.h"
 
 namespace roll::pipeline {
 namespace {
@@ -70,7 +72,8 @@ Batch rollouts_batch(const std::vector<agentic::Rollout>& rollouts, rl::MetricMa
   std::vector<Batch> parts;
   for (const auto& r : rollouts) {
     if (!r.data) continue;
-    merge_json_metrics(env_metrics, r.data->meta.value("metrics", nlohmann::json::object()));
+    env_metrics.merge(workers::metrics_from_json(r.data->meta.value("metrics", nlohmann::json::object()),
+                                                 fmt::format("the rollout of env {}", r.env_id)));
     Batch b = *r.data;
     b.meta = nlohmann::json::object();
     parts.push_back(std::move(b));
@@ -138,7 +141,7 @@ void AgenticPipeline::on_finished() {
   impl_->train_router->abort_all();
   if (auto* envs = find_cluster("train_env"); envs && impl_->train_rollout_started) {
     impl_->train_router->resume();  // aborted requests answer; stopping envs must not wait on a held one
-    envs->call("stop_rollout", runtime::Dispatch::one_to_all).get_all();
+    envs->call(workers::rpc::kStopRollout, runtime::Dispatch::one_to_all).get_all();
     impl_->train_rollout_started = false;
   }
   impl_->train_queue->shutdown();
@@ -196,14 +199,14 @@ Metrics AgenticPipeline::validate(int64_t step) {
   workers::bind_group_queue(*queue_service.server, queue);
   queue_service.start();
   queue.advance_step(step);
-  envs.call("start_rollout", runtime::Dispatch::one_to_all,
+  envs.call(workers::rpc::kStartRollout, runtime::Dispatch::one_to_all,
             runtime::Payload(nlohmann::json{{"router_endpoint", impl_->val_router_service.server->endpoint()},
                                             {"queue_endpoint", queue_service.server->endpoint()},
                                             {"seed", c.seed},
                                             {"mode", "val"}}))
       .get_all();
   auto rollouts = queue.get_batch(-1, step, static_cast<double>(c.rpc_timeout));
-  envs.call("stop_rollout", runtime::Dispatch::one_to_all).get_all();
+  envs.call(workers::rpc::kStopRollout, runtime::Dispatch::one_to_all).get_all();
   if (!rollouts) throw Error("validation: the val env workers did not finish within rpc_timeout");
   if (!impl_->render_dir.empty()) dump_renders(impl_->render_dir, step, *rollouts);
   rl::MetricMap env;
@@ -231,7 +234,7 @@ Metrics AgenticPipeline::run_step(int64_t step) {
   im.train_queue->advance_step(step);
   if (!im.train_rollout_started) {
     cluster("train_env")
-        .call("start_rollout", runtime::Dispatch::one_to_all,
+        .call(workers::rpc::kStartRollout, runtime::Dispatch::one_to_all,
               runtime::Payload(nlohmann::json{{"router_endpoint", im.train_router_service.server->endpoint()},
                                               {"queue_endpoint", im.train_queue_service.server->endpoint()},
                                               {"seed", c.seed},

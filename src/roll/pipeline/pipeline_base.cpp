@@ -10,8 +10,9 @@
 #include "roll/core/error.h"
 #include "roll/core/log.h"
 #include "roll/core/progress.h"
-#include "roll/pipeline/rlvr_metrics.h"
 #include "roll/track/tracker.h"
+#include "roll/workers/metrics_json.h"
+#include "roll/workers/rpc_methods.h"
 
 namespace roll::pipeline {
 
@@ -106,16 +107,17 @@ void PipelineBase::setup_model_update() {
   }
   if (!broadcast_ranks_.empty()) {
     const int world = 1 + static_cast<int>(broadcast_ranks_.size());
-    auto t = train->call("setup_model_update", runtime::Dispatch::one_to_all,
+    auto t = train->call(workers::rpc::kSetupModelUpdate, runtime::Dispatch::one_to_all,
                          runtime::Payload(nlohmann::json{{"group", "model_update"}, {"rank", 0}, {"world_size", world}}));
     std::vector<std::future<runtime::Payload>> parts;
     for (size_t i = 0; i < broadcast_ranks_.size(); ++i)
-      parts.push_back(infer->call_rank(broadcast_ranks_[i], "setup_model_update",
+      parts.push_back(infer->call_rank(broadcast_ranks_[i], workers::rpc::kSetupModelUpdate,
                                        runtime::Payload(nlohmann::json{{"group", "model_update"},
                                                                        {"rank", 1 + static_cast<int>(i)},
                                                                        {"world_size", world}})));
     t.get_all();
-    for (auto& f : parts) runtime::wait_result(f, rpc_timeout(), "actor_infer.setup_model_update");
+    const std::string what = fmt::format("actor_infer.{}", workers::rpc::kSetupModelUpdate);
+    for (auto& f : parts) runtime::wait_result(f, rpc_timeout(), what);
   }
   log::info("model update: {} infer rank(s) by broadcast, {} by shared memory", broadcast_ranks_.size(),
             shm_ranks_.size());
@@ -136,19 +138,22 @@ Metrics PipelineBase::model_update(int64_t step) {
   if (!broadcast_ranks_.empty()) args["group"] = "model_update";
   if (!shm_ranks_.empty())
     args["shm_dir"] = fmt::format("/dev/shm/roll-{}-{}/model_update", getpid(), config().exp_name.value_or("roll"));
-  auto send = train->call("broadcast_weights", runtime::Dispatch::one_to_all, runtime::Payload(args));
+  auto send = train->call(workers::rpc::kBroadcastWeights, runtime::Dispatch::one_to_all, runtime::Payload(args));
   std::vector<std::future<runtime::Payload>> recv;
   for (int r : broadcast_ranks_)
-    recv.push_back(infer->call_rank(r, "receive_weights",
+    recv.push_back(infer->call_rank(r, workers::rpc::kReceiveWeights,
                                     runtime::Payload(nlohmann::json{{"group", "model_update"}, {"bucket_bytes", bucket}})));
   auto sent = send.get_all();
-  for (auto& f : recv) runtime::wait_result(f, rpc_timeout(), "actor_infer.receive_weights");
+  const std::string receive_what = fmt::format("actor_infer.{}", workers::rpc::kReceiveWeights);
+  for (auto& f : recv) runtime::wait_result(f, rpc_timeout(), receive_what);
   if (!shm_ranks_.empty()) {
     const std::string file = sent.at(0).args.at("file").get<std::string>();
     std::vector<std::future<runtime::Payload>> loads;
     for (int r : shm_ranks_)
-      loads.push_back(infer->call_rank(r, "load_weights_file", runtime::Payload(nlohmann::json{{"file", file}})));
-    for (auto& f : loads) runtime::wait_result(f, rpc_timeout(), "actor_infer.load_weights_file");
+      loads.push_back(
+          infer->call_rank(r, workers::rpc::kLoadWeightsFile, runtime::Payload(nlohmann::json{{"file", file}})));
+    const std::string load_what = fmt::format("actor_infer.{}", workers::rpc::kLoadWeightsFile);
+    for (auto& f : loads) runtime::wait_result(f, rpc_timeout(), load_what);
   }
   m["time/actor_train/model_update/total"] = seconds_since(t0);
   return m;
@@ -160,11 +165,12 @@ Metrics PipelineBase::compute_log_probs_and_values(Batch& batch) {
   const int64_t B = batch.size(), T = batch.tensor("input_ids").size(1) - 1;
   std::optional<runtime::ClusterFuture> ref_f, old_f, values_f;
   if (auto* critic = find_cluster("critic"))
-    values_f = critic->call("compute_values", runtime::Dispatch::dp_mp_compute, runtime::Payload(forward));
+    values_f = critic->call(workers::rpc::kComputeValues, runtime::Dispatch::dp_mp_compute, runtime::Payload(forward));
   if (auto* ref = find_cluster("reference"))
-    ref_f = ref->call("compute_log_probs", runtime::Dispatch::dp_mp_compute, runtime::Payload(forward));
+    ref_f = ref->call(workers::rpc::kComputeLogProbs, runtime::Dispatch::dp_mp_compute, runtime::Payload(forward));
   if (config().enable_old_logprobs_recompute)
-    old_f = cluster("actor_train").call("compute_log_probs", runtime::Dispatch::dp_mp_compute, runtime::Payload(forward));
+    old_f = cluster("actor_train")
+                .call(workers::rpc::kComputeLogProbs, runtime::Dispatch::dp_mp_compute, runtime::Payload(forward));
   at::Tensor old_lp = at::zeros({B, T}, at::kFloat);
   if (old_f) {
     runtime::Payload r = old_f->get();
@@ -193,15 +199,16 @@ Metrics PipelineBase::train(Batch& batch, int64_t step) {
   batch.meta["global_step"] = step;
   std::optional<runtime::ClusterFuture> critic_f;
   if (auto* critic = find_cluster("critic"))
-    critic_f = critic->call("train_step", runtime::Dispatch::dp_mp_compute, runtime::Payload(batch));
-  auto merge = [&](const runtime::Payload& r) {
-    rl::MetricMap mm;
-    merge_json_metrics(mm, r.batch->meta.value("metrics", nlohmann::json::object()));
-    for (auto& [k, v] : mm.reduce()) m[k] = v;
+    critic_f = critic->call(workers::rpc::kTrainStep, runtime::Dispatch::dp_mp_compute, runtime::Payload(batch));
+  auto merge = [&](const runtime::Payload& r, const char* from) {
+    const nlohmann::json metrics = r.batch->meta.value("metrics", nlohmann::json::object());
+    for (auto& [k, v] : workers::metrics_from_json(metrics, fmt::format("{}.{}", from, workers::rpc::kTrainStep)).reduce())
+      m[k] = v;
   };
   if (config().critic_warmup <= step)
-    merge(cluster("actor_train").call("train_step", runtime::Dispatch::dp_mp_compute, runtime::Payload(batch)).get());
-  if (critic_f) merge(critic_f->get());
+    merge(cluster("actor_train").call(workers::rpc::kTrainStep, runtime::Dispatch::dp_mp_compute, runtime::Payload(batch)).get(),
+          "actor_train");
+  if (critic_f) merge(critic_f->get(), "critic");
   return m;
 }
 
@@ -216,7 +223,7 @@ Metrics PipelineBase::checkpoint(int64_t step) {
   std::vector<std::string> saved;
   for (const std::string& name : checkpoint_clusters())
     if (auto* cl = find_cluster(name)) {
-      saves.push_back(cl->call("do_checkpoint", runtime::Dispatch::one_to_all, runtime::Payload(args)));
+      saves.push_back(cl->call(workers::rpc::kDoCheckpoint, runtime::Dispatch::one_to_all, runtime::Payload(args)));
       saved.push_back(name);
     }
   // Lines at the start, every 10 s and at the end: a checkpoint is a few slow parts.
@@ -247,7 +254,7 @@ void PipelineBase::resume(const std::string& dir) {
   std::vector<runtime::ClusterFuture> loads;
   for (const std::string& cl_name : checkpoint_clusters())
     if (auto* cl = find_cluster(cl_name))
-      loads.push_back(cl->call("load_checkpoint", runtime::Dispatch::one_to_all,
+      loads.push_back(cl->call(workers::rpc::kLoadCheckpoint, runtime::Dispatch::one_to_all,
                                runtime::Payload(nlohmann::json{{"output_dir", root}, {"step", st.step}})));
   for (auto& f : loads) f.get_all();
   restore_kv(st.kv);

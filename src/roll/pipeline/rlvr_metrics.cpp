@@ -140,26 +140,6 @@ std::map<std::string, double> validation_metrics(const Batch& scored) {
   return m;
 }
 
-void merge_json_metrics(rl::MetricMap& into, const nlohmann::json& metrics) {
-  if (!metrics.is_object()) return;
-  for (const auto& [k, v] : metrics.items()) {
-    if (v.is_number()) into.add(k, v.get<double>());
-    else if (v.is_array())
-      for (const auto& x : v) {
-        if (x.is_number()) into.add(k, x.get<double>());
-        else if (x.is_array())
-          for (const auto& y : x)
-            if (y.is_number()) into.add(k, y.get<double>());
-      }
-  }
-}
-
-std::map<std::string, double> reduce_json_metrics(const nlohmann::json& metrics) {
-  rl::MetricMap m;
-  merge_json_metrics(m, metrics);
-  return m.reduce();
-}
-
 void log_samples(const Batch& batch, int64_t step, int64_t logging_steps) {
   if (logging_steps <= 0 || step % logging_steps != 0) return;
   for (int64_t i = 0; i < std::min<int64_t>(batch.size(), 2); ++i)

@@ -5,8 +5,6 @@
 #include <map>
 #include <string>
 
-#include <nlohmann/json.hpp>
-
 #include "roll/config/schema.h"
 #include "roll/core/batch.h"
 #include "roll/rl/kl.h"
@@ -32,10 +30,6 @@ rl::MetricMap token_rewards_and_advantages(Batch& b, const at::Tensor& response_
 std::map<std::string, double> rollout_data_metrics(const Batch& batch, int64_t n);
 // val_correct/<tag>/mean and val_correct/all/mean: the share of samples scoring 1.
 std::map<std::string, double> validation_metrics(const Batch& scored);
-
-// Worker results carry meta "metrics" as {name: [values...]} (or numbers).
-void merge_json_metrics(rl::MetricMap& into, const nlohmann::json& metrics);
-std::map<std::string, double> reduce_json_metrics(const nlohmann::json& metrics);
 
 // Logs the first few prompt/response pairs of the step every `logging_steps` steps.
 void log_samples(const Batch& batch, int64_t step, int64_t logging_steps);

@@ -18,7 +18,9 @@
 #include "roll/runtime/cluster.h"
 #include "roll/runtime/rpc_client.h"
 #include "roll/workers/generate_protocol.h"
+#include "roll/workers/metrics_json.h"
 #include "roll/workers/request_router.h"
+#include "roll/workers/rpc_methods.h"
 
 namespace roll::pipeline {
 namespace {
@@ -113,7 +115,7 @@ void count(DomainRollout& out, const std::string& domain, int64_t drawn, int64_t
 Batch rollout_batch(const RolloutContext& ctx, runtime::Cluster& reward, const Batch& prompts, int64_t first_id) {
   Batch samples = build(ctx, prompts, generate(ctx, prompts, first_id));
   runtime::Payload scored =
-      reward.call("compute_rewards", runtime::Dispatch::dp_mp_compute, reward_request(samples)).get();
+      reward.call(workers::rpc::kComputeRewards, runtime::Dispatch::dp_mp_compute, reward_request(samples)).get();
   add_scores(samples, *scored.batch);
   return samples;
 }
@@ -130,7 +132,8 @@ DomainRollout rollout_level0(const RolloutContext& ctx, runtime::Cluster& reward
     Batch prompts = data.next_batch(spec.domain);
     Batch samples = rollout_batch(ctx, reward, prompts, drawn);
     drawn += prompts.size();
-    merge_json_metrics(out.reward_metrics, samples.meta["reward_metrics"]);
+    out.reward_metrics.merge(workers::metrics_from_json(
+        samples.meta.at("reward_metrics"), fmt::format("{}.{}", reward.name(), workers::rpc::kComputeRewards)));
     const std::vector<bool> keep = keep_prompts(samples.tensor("scores"), n, spec.filter);
     std::vector<int64_t> take;
     for (int64_t i = 0; i < prompts.size(); ++i) {
@@ -186,9 +189,10 @@ DomainRollout rollout_level1(const RolloutContext& ctx, const StreamingWorkers& 
     auto samples = std::make_shared<Batch>(build(ctx, prompt, {g}));
     prompt_of.erase(id);
     const size_t rank = (*w.next_reward_rank)++ % w.reward_ranks.size();
-    w.reward_ranks[rank]->call_async("compute_rewards", reward_request(*samples),
+    w.reward_ranks[rank]->call_async(workers::rpc::kComputeRewards, reward_request(*samples),
                                      [samples, done](runtime::Payload* r, const std::string& err) {
-                                       if (!r || !r->batch) return done(std::nullopt, "compute_rewards failed: " + err);
+                                       if (!r || !r->batch)
+                                         return done(std::nullopt, fmt::format("{} failed: {}", workers::rpc::kComputeRewards, err));
                                        add_scores(*samples, *r->batch);
                                        done(std::move(*samples), "");
                                      });
@@ -197,7 +201,8 @@ DomainRollout rollout_level1(const RolloutContext& ctx, const StreamingWorkers& 
 
   StreamingResult r = run_streaming_rollout(o, ops);
   DomainRollout out;
-  for (const auto& m : r.reward_metrics) merge_json_metrics(out.reward_metrics, m);
+  const std::string scorer = fmt::format("reward-{}.{}", spec.domain, workers::rpc::kComputeRewards);
+  for (const auto& m : r.reward_metrics) out.reward_metrics.merge(workers::metrics_from_json(m, scorer));
   const int64_t n = std::max<int64_t>(1, ctx.params.n);
   out.samples = join_prompts(std::move(r.samples), n);
   count(out, spec.domain, r.drawn, static_cast<int64_t>(r.ids.size()), r.filtered);

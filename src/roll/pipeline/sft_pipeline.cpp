@@ -8,7 +8,8 @@
 #include "roll/core/error.h"
 #include "roll/core/log.h"
 #include "roll/pipeline/dataset_iterator.h"
-#include "roll/pipeline/rlvr_metrics.h"
+#include "roll/workers/metrics_json.h"
+#include "roll/workers/rpc_methods.h"
 
 namespace roll::pipeline {
 
@@ -100,7 +101,9 @@ Metrics sft_call(runtime::Cluster& sft, const char* method, const std::vector<co
   Batch batch = collate_sft(rows, encoder.options().sequence_length, encoder.pad_id());
   batch.meta["global_step"] = step;
   runtime::Payload r = sft.call(method, runtime::Dispatch::dp_mp_compute, runtime::Payload(std::move(batch))).get();
-  return reduce_json_metrics(r.batch->meta.value("metrics", nlohmann::json::object()));
+  return workers::metrics_from_json(r.batch->meta.value("metrics", nlohmann::json::object()),
+                                    fmt::format("{}.{}", sft.name(), method))
+      .reduce();
 }
 
 }  // namespace
@@ -113,7 +116,7 @@ Metrics SftPipeline::run_step(int64_t step) {
   std::vector<const SftSample*> rows;
   for (int64_t k = index * im.plan.global_batch; k < (index + 1) * im.plan.global_batch; ++k)
     rows.push_back(&im.train.rows[static_cast<size_t>(order[static_cast<size_t>(k)])]);
-  Metrics m = sft_call(cluster("sft_train"), "train_step", rows, *im.encoder, step);
+  Metrics m = sft_call(cluster("sft_train"), workers::rpc::kTrainStep, rows, *im.encoder, step);
   m["time/step_train"] = seconds_since(t0);
   m["system/epoch"] = static_cast<double>(epoch);
   return m;
@@ -127,10 +130,10 @@ Metrics SftPipeline::validate(int64_t step) {
   for (int64_t begin = 0; begin + im.val_batch <= rows; begin += im.val_batch, ++batches) {
     std::vector<const SftSample*> part;
     for (int64_t k = begin; k < begin + im.val_batch; ++k) part.push_back(&im.validation.rows[static_cast<size_t>(k)]);
-    const Metrics got = sft_call(cluster("sft_train"), "val_step", part, *im.encoder, step);
+    const Metrics got = sft_call(cluster("sft_train"), workers::rpc::kValStep, part, *im.encoder, step);
     auto it = got.find(im.role + "/loss@sum");
     if (it == got.end())
-      throw Error(fmt::format("sft_train.val_step at step {} returned no {}/loss@sum", step, im.role));
+      throw Error(fmt::format("sft_train.{} at step {} returned no {}/loss@sum", workers::rpc::kValStep, step, im.role));
     sum += it->second;
   }
   return {{im.role + "/val_loss", sum / static_cast<double>(std::max<int64_t>(1, batches))}};

@@ -237,7 +237,7 @@ void Cluster::shutdown(std::chrono::milliseconds grace) {
     stopping_ = true;
   }
   for (auto& w : workers_)
-    if (w.client && w.process && w.process->running()) w.client->call("__shutdown");
+    if (w.client && w.process && w.process->running()) w.client->call(kShutdownMethod);
   const auto deadline = std::chrono::steady_clock::now() + grace;
   for (auto& w : workers_) {
     if (!w.process) continue;

@@ -24,6 +24,10 @@ struct Payload {
   Payload(nlohmann::json a, Batch b) : args(std::move(a)), batch(std::move(b)) {}
 };
 
+// Methods every RpcServer serves itself, whatever the role (the roles' own: workers/rpc_methods.h).
+inline constexpr char kPingMethod[] = "__ping";          // nothing -> nothing
+inline constexpr char kShutdownMethod[] = "__shutdown";  // nothing -> nothing, then serve() returns
+
 enum class MessageKind { call, ok, error };
 
 struct Message {

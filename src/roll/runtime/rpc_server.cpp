@@ -101,8 +101,8 @@ struct RpcServer::Impl {
     state->id = m.id;
     state->method = m.method;
     Responder reply(state);
-    if (m.method == "__ping") return reply.ok();
-    if (m.method == "__shutdown") {
+    if (m.method == kPingMethod) return reply.ok();
+    if (m.method == kShutdownMethod) {
       reply.ok();
       stopping = true;
       return;

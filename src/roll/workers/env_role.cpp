@@ -1,11 +1,9 @@
 // The train_env / val_env role (ROLL's EnvironmentWorker, spec 6.1): a CPU worker hosting its share
 // of the fleet's envs (agentic/env_layout.h), one env manager per env, each on its own thread. The
-// driver hosts the router and the GroupQueueManager as services and passes their endpoints.
-//   start_rollout {router_endpoint, queue_endpoint, seed, mode?}  serial: starts the env threads
-//                 (group seed = seed + the group's config-time seed) and returns
-//   stop_rollout                                                  serial: stops every manager
-//                 (aborting its request in flight, ending its wait for an episode), joins them
-//   stats                                                         inline
+// driver hosts the router and the GroupQueueManager as services and passes their endpoints to
+// start_rollout (methods and payloads: rpc_methods.h). A group's seed is start_rollout's seed plus
+// the group's config-time seed; stop_rollout aborts each manager's request in flight and ends its
+// wait for an episode before joining the threads.
 // An env thread that fails ends the worker process, so the driver reports it (DESIGN section 3:
 // failure is seen from process exit) with the error in the worker's last log lines.
 #include <atomic>
@@ -28,6 +26,7 @@
 #include "roll/workers/remote_episode_source.h"
 #include "roll/workers/remote_llm_client.h"
 #include "roll/workers/role_config.h"
+#include "roll/workers/rpc_methods.h"
 
 namespace roll::workers {
 namespace {
@@ -85,10 +84,10 @@ class EnvRole : public runtime::Role {
 
   void bind(runtime::RpcServer& s) override {
     using runtime::Payload;
-    s.on_call("start_rollout", [this](Payload p) { return Payload(start(p.args)); });
-    s.on_call("stop_rollout", [this](Payload) { return Payload(stop(kStopGrace)); });
+    s.on_call(rpc::kStartRollout, [this](Payload p) { return Payload(start(p.args)); });
+    s.on_call(rpc::kStopRollout, [this](Payload) { return Payload(stop(kStopGrace)); });
     s.on(
-        "stats", [this](Payload, runtime::Responder& reply) { reply.ok(Payload(stats())); }, runtime::RunMode::inline_);
+        rpc::kStats, [this](Payload, runtime::Responder& reply) { reply.ok(Payload(stats())); }, runtime::RunMode::inline_);
   }
 
  private:

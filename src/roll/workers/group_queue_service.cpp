@@ -2,6 +2,7 @@
 
 #include "roll/core/error.h"
 #include "roll/runtime/rpc_server.h"
+#include "roll/workers/rpc_methods.h"
 
 namespace roll::workers {
 namespace {
@@ -25,11 +26,11 @@ runtime::Payload rollout_to_payload(const agentic::Rollout& r) {
 
 agentic::Rollout rollout_from_payload(runtime::Payload p) {
   agentic::Rollout r;
-  r.group_id = int_arg(p.args, "put", "group_id");
-  r.episode_id = int_arg(p.args, "put", "episode_id");
-  r.env_id = int_arg(p.args, "put", "env_id");
-  r.start_step = int_arg(p.args, "put", "start_step");
-  r.slot = int_arg(p.args, "put", "slot");
+  r.group_id = int_arg(p.args, rpc::kPutRollout, "group_id");
+  r.episode_id = int_arg(p.args, rpc::kPutRollout, "episode_id");
+  r.env_id = int_arg(p.args, rpc::kPutRollout, "env_id");
+  r.start_step = int_arg(p.args, rpc::kPutRollout, "start_step");
+  r.slot = int_arg(p.args, rpc::kPutRollout, "slot");
   if (p.batch) r.data = std::make_shared<const Batch>(std::move(*p.batch));
   return r;
 }
@@ -38,10 +39,10 @@ void bind_group_queue(runtime::RpcServer& server, agentic::GroupQueueManager& qu
   using runtime::Payload;
   using runtime::Responder;
   server.on(
-      "get_episode",
+      rpc::kGetEpisode,
       [&queue](Payload p, Responder& reply) {
-        const int64_t group_id = int_arg(p.args, "get_episode", "group_id");
-        const int64_t env_id = int_arg(p.args, "get_episode", "env_id");
+        const int64_t group_id = int_arg(p.args, rpc::kGetEpisode, "group_id");
+        const int64_t env_id = int_arg(p.args, rpc::kGetEpisode, "env_id");
         auto shared = std::make_shared<Responder>(std::move(reply));
         try {
           queue.get_episode_async(group_id, env_id, [shared](std::optional<agentic::GroupQueueManager::Episode> ep) {
@@ -56,12 +57,12 @@ void bind_group_queue(runtime::RpcServer& server, agentic::GroupQueueManager& qu
         }
       },
       runtime::RunMode::inline_);
-  server.on_call("put", [&queue](Payload p) {
+  server.on_call(rpc::kPutRollout, [&queue](Payload p) {
     queue.put(rollout_from_payload(std::move(p)));
     return Payload();
   });
-  server.on_call("env_exit", [&queue](Payload p) {
-    queue.env_exit(int_arg(p.args, "env_exit", "group_id"), int_arg(p.args, "env_exit", "env_id"));
+  server.on_call(rpc::kEnvExit, [&queue](Payload p) {
+    queue.env_exit(int_arg(p.args, rpc::kEnvExit, "group_id"), int_arg(p.args, rpc::kEnvExit, "env_id"));
     return Payload();
   });
 }

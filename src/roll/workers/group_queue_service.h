@@ -1,11 +1,9 @@
 #pragma once
 // The GroupQueueManager as a service (spec 1.7; DESIGN section 3): the driver hosts the queue and
-// env workers ask it for episodes and hand their rollouts back.
-//   get_episode {group_id, env_id} -> {episode_id, start_step, slot}, or {episode_id: null} when the
-//               queue is finished or shut down. Inline: the answer waits (without blocking the
-//               socket thread) until the group has an episode for the env.
-//   put {group_id, episode_id, env_id, start_step, slot} + the rollout's Batch   serial
-//   env_exit {group_id, env_id}                                            serial
+// env workers ask it for episodes and hand their rollouts back (get_episode, put, env_exit:
+// rpc_methods.h). get_episode is inline: its answer waits, without blocking the socket thread,
+// until the group has an episode for the env; {episode_id: null} means the queue is finished or
+// shut down.
 #include "roll/agentic/group_queue.h"
 #include "roll/runtime/rpc_message.h"
 

@@ -1,9 +1,7 @@
 // The actor_infer role (ROLL's InferWorker with a vllm/sglang strategy): our engine behind the
-// generate_request service (DESIGN section 3).
-//   generate_request {rid, input_ids, sampling_params}  inline: answered when the request ends
-//   abort {rid}, suspend, resume                         inline
-//   abort_all, sleep, wake, stats, load_weights {dir}    serial
-//   setup_model_update, receive_weights, load_weights_file, weights_digest   serial (weight sync)
+// generate_request service (DESIGN section 3). The methods and their payloads are in
+// rpc_methods.h: generate_request, abort, suspend and resume run inline on the socket thread, the
+// rest (engine control, weight sync) serially.
 #include <chrono>
 #include <filesystem>
 #include <map>
@@ -22,6 +20,7 @@
 #include "roll/workers/infer_service.h"
 #include "roll/workers/register_roles.h"
 #include "roll/workers/role_config.h"
+#include "roll/workers/rpc_methods.h"
 #include "roll/workers/weight_sync.h"
 
 namespace roll::workers {
@@ -42,7 +41,7 @@ class InferRole : public runtime::Role {
     using runtime::Payload;
     using runtime::Responder;
     s.on(
-        "generate_request",
+        rpc::kGenerateRequest,
         [this](Payload p, Responder& reply) {
           engine::GenerationRequest r = request_from_json(p.args);
           auto shared = std::make_shared<Responder>(std::move(reply));
@@ -55,18 +54,18 @@ class InferRole : public runtime::Role {
         },
         runtime::RunMode::inline_);
     s.on(
-        "abort",
+        rpc::kAbort,
         [this](Payload p, Responder& reply) {
           service_->abort(p.args.at("rid").get<std::string>());
           reply.ok();
         },
         runtime::RunMode::inline_);
-    s.on("suspend", [this](Payload, Responder& reply) { service_->suspend(), reply.ok(); }, runtime::RunMode::inline_);
-    s.on("resume", [this](Payload, Responder& reply) { service_->resume(), reply.ok(); }, runtime::RunMode::inline_);
-    s.on_call("abort_all", [this](Payload) { return service_->abort_all(), Payload(); });
-    s.on_call("sleep", [this](Payload) { return service_->sleep(), Payload(); });
-    s.on_call("wake", [this](Payload) { return service_->wake(), Payload(); });
-    s.on_call("stats", [this](Payload) {
+    s.on(rpc::kSuspend, [this](Payload, Responder& reply) { service_->suspend(), reply.ok(); }, runtime::RunMode::inline_);
+    s.on(rpc::kResume, [this](Payload, Responder& reply) { service_->resume(), reply.ok(); }, runtime::RunMode::inline_);
+    s.on_call(rpc::kAbortAll, [this](Payload) { return service_->abort_all(), Payload(); });
+    s.on_call(rpc::kSleep, [this](Payload) { return service_->sleep(), Payload(); });
+    s.on_call(rpc::kWake, [this](Payload) { return service_->wake(), Payload(); });
+    s.on_call(rpc::kStats, [this](Payload) {
       InferStats st = service_->stats();
       return Payload(nlohmann::json{{"requests_done", st.requests_done},
                                     {"requests_aborted", st.requests_aborted},
@@ -78,12 +77,12 @@ class InferRole : public runtime::Role {
     });
     // Weight sync (weight_sync.h). setup_model_update joins the process group the sender
     // creates with it; receive_weights takes one broadcast; load_weights_file the shm path.
-    s.on_call("setup_model_update", [this](Payload p) {
+    s.on_call(rpc::kSetupModelUpdate, [this](Payload p) {
       groups_[p.args.at("group").get<std::string>()] =
           join_model_update_group(ctx_.store, p.args, p.args.at("rank").get<int>());
       return Payload();
     });
-    s.on_call("receive_weights", [this](Payload p) {
+    s.on_call(rpc::kReceiveWeights, [this](Payload p) {
       const std::string name = p.args.at("group").get<std::string>();
       auto it = groups_.find(name);
       if (it == groups_.end()) throw Error("receive_weights: no model update group '" + name + "' (setup_model_update first)");
@@ -95,12 +94,12 @@ class InferRole : public runtime::Role {
       return Payload(nlohmann::json{{"tensors", st.tensors}, {"bytes", st.bytes}, {"buckets", st.buckets},
                                     {"receive_s", st.seconds}, {"apply_s", apply_s}});
     });
-    s.on_call("load_weights_file", [this](Payload p) {
+    s.on_call(rpc::kLoadWeightsFile, [this](Payload p) {
       service_->update_weights(read_weights_file(p.args.at("file").get<std::string>()));
       return Payload();
     });
-    s.on_call("weights_digest", [this](Payload) { return Payload(weights_digest(service_->weights_snapshot())); });
-    s.on_call("load_weights", [this](Payload p) {
+    s.on_call(rpc::kWeightsDigest, [this](Payload) { return Payload(weights_digest(service_->weights_snapshot())); });
+    s.on_call(rpc::kLoadWeights, [this](Payload p) {
       const std::string dir = p.args.at("dir").get<std::string>();
       auto files = model::SafetensorsDir::open(dir);
       model::NamedTensors weights;

@@ -9,13 +9,15 @@
 namespace roll::workers {
 namespace {
 
-void flatten(const nlohmann::json& v, const std::string& key, std::vector<double>& out) {
+std::string prefix_of(std::string_view source) { return source.empty() ? "" : fmt::format("{}: ", source); }
+
+void flatten(const nlohmann::json& v, std::string_view source, const std::string& key, std::vector<double>& out) {
   if (v.is_number()) {
     out.push_back(v.get<double>());
   } else if (v.is_array()) {
-    for (const auto& x : v) flatten(x, key, out);
+    for (const auto& x : v) flatten(x, source, key, out);
   } else {
-    throw Error(fmt::format("metric '{}' holds {} where numbers were expected", key, v.dump()));
+    throw Error(fmt::format("{}metric '{}' holds {} where numbers were expected", prefix_of(source), key, v.dump()));
   }
 }
 
@@ -27,12 +29,13 @@ nlohmann::json metrics_to_json(const rl::MetricMap& metrics) {
   return out;
 }
 
-rl::MetricMap metrics_from_json(const nlohmann::json& metrics) {
-  if (!metrics.is_object()) throw Error(fmt::format("metrics must be an object, got {}", metrics.dump()));
+rl::MetricMap metrics_from_json(const nlohmann::json& metrics, std::string_view source) {
+  if (!metrics.is_object())
+    throw Error(fmt::format("{}metrics must be an object, got {}", prefix_of(source), metrics.dump()));
   rl::MetricMap out;
   for (const auto& [key, v] : metrics.items()) {
     std::vector<double> values;
-    flatten(v, key, values);
+    flatten(v, source, key, values);
     out.add(key, values);
   }
   return out;

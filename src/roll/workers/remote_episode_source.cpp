@@ -3,6 +3,7 @@
 #include "roll/core/error.h"
 #include "roll/runtime/rpc_client.h"
 #include "roll/workers/group_queue_service.h"
+#include "roll/workers/rpc_methods.h"
 
 namespace roll::workers {
 namespace {
@@ -30,7 +31,7 @@ std::optional<agentic::GroupQueueManager::Episode> RemoteEpisodeSource::get_epis
     if (closed_) return std::nullopt;
   }
   // The callback runs on the client's thread, possibly after this wait was ended by close().
-  client_->call_async("get_episode", runtime::Payload(nlohmann::json{{"group_id", group_id}, {"env_id", env_id}}),
+  client_->call_async(rpc::kGetEpisode, runtime::Payload(nlohmann::json{{"group_id", group_id}, {"env_id", env_id}}),
                       [this, answer](runtime::Payload* result, const std::string& error) {
                         std::lock_guard<std::mutex> g(mu_);
                         answer->done = true;
@@ -51,11 +52,11 @@ std::optional<agentic::GroupQueueManager::Episode> RemoteEpisodeSource::get_epis
 }
 
 void RemoteEpisodeSource::put(agentic::Rollout rollout) {
-  client_->call_sync("put", rollout_to_payload(rollout), kCallTimeout);
+  client_->call_sync(rpc::kPutRollout, rollout_to_payload(rollout), kCallTimeout);
 }
 
 void RemoteEpisodeSource::env_exit(int64_t group_id, int64_t env_id) {
-  client_->call_sync("env_exit", runtime::Payload(nlohmann::json{{"group_id", group_id}, {"env_id", env_id}}),
+  client_->call_sync(rpc::kEnvExit, runtime::Payload(nlohmann::json{{"group_id", group_id}, {"env_id", env_id}}),
                      kCallTimeout);
 }
 

@@ -3,6 +3,7 @@
 #include "roll/core/error.h"
 #include "roll/runtime/rpc_client.h"
 #include "roll/workers/generate_protocol.h"
+#include "roll/workers/rpc_methods.h"
 
 namespace roll::workers {
 
@@ -21,7 +22,7 @@ std::future<agentic::GenerateResult> RemoteLlmClient::generate(agentic::Generate
   args["affinity_key"] = std::to_string(request.src_rank);
   auto promise = std::make_shared<std::promise<agentic::GenerateResult>>();
   auto answer = promise->get_future();
-  client_->call_async("generate_request", runtime::Payload(std::move(args)),
+  client_->call_async(rpc::kGenerateRequest, runtime::Payload(std::move(args)),
                       [promise, rid = request.rid](runtime::Payload* result, const std::string& error) {
                         try {
                           if (!result) throw Error(error);
@@ -42,7 +43,8 @@ std::future<agentic::GenerateResult> RemoteLlmClient::generate(agentic::Generate
 }
 
 void RemoteLlmClient::abort(const std::string& rid) {
-  client_->call_async("abort", runtime::Payload(nlohmann::json{{"rid", rid}}), [](runtime::Payload*, const std::string&) {});
+  client_->call_async(rpc::kAbort, runtime::Payload(nlohmann::json{{"rid", rid}}),
+                      [](runtime::Payload*, const std::string&) {});
 }
 
 void RemoteLlmClient::disconnect(const std::string& reason) { client_->fail_all(reason); }

@@ -7,6 +7,7 @@
 
 #include "roll/core/error.h"
 #include "roll/runtime/rpc_client.h"
+#include "roll/workers/rpc_methods.h"
 
 namespace roll::workers {
 
@@ -76,7 +77,7 @@ struct RequestRouter::Impl : std::enable_shared_from_this<RequestRouter::Impl> {
     std::weak_ptr<Impl> self = shared_from_this();
     auto done = std::make_shared<Done>(std::move(r.done));
     std::string rid = r.rid, key = r.key;
-    ranks[rank]->call_async("generate_request", runtime::Payload(std::move(r.body)),
+    ranks[rank]->call_async(rpc::kGenerateRequest, runtime::Payload(std::move(r.body)),
                             [self, done, rid, key](runtime::Payload* result, const std::string& error) {
                               if (auto me = self.lock()) me->finished(rid, key);
                               if (result) (*done)(&result->args, "");
@@ -162,7 +163,7 @@ void RequestRouter::abort(const std::string& rid) {
   if (it == impl_->in_flight.end()) return;  // finished already
   int rank = it->second.first;
   lk.unlock();
-  impl_->ranks[rank]->call_async("abort", runtime::Payload(nlohmann::json{{"rid", rid}}),
+  impl_->ranks[rank]->call_async(rpc::kAbort, runtime::Payload(nlohmann::json{{"rid", rid}}),
                                  [](runtime::Payload*, const std::string&) {});
 }
 

@@ -23,6 +23,7 @@
 #include "roll/workers/llm_judge_scorer.h"
 #include "roll/workers/register_roles.h"
 #include "roll/workers/role_config.h"
+#include "roll/workers/rpc_methods.h"
 
 namespace roll::workers {
 namespace {
@@ -67,7 +68,7 @@ class RewardRole : public runtime::Role {
   }
 
   void bind(runtime::RpcServer& s) override {
-    s.on_call("compute_rewards", [this](runtime::Payload p) {
+    s.on_call(rpc::kComputeRewards, [this](runtime::Payload p) {
       if (!p.batch) throw Error("compute_rewards needs a Batch");
       Batch b = std::move(*p.batch);
       const int64_t n = b.size();

@@ -2,6 +2,7 @@
 
 #include "roll/runtime/rpc_server.h"
 #include "roll/workers/request_router.h"
+#include "roll/workers/rpc_methods.h"
 
 namespace roll::workers {
 
@@ -10,7 +11,7 @@ void bind_router(runtime::RpcServer& server, RequestRouter& router) {
   using runtime::Responder;
   using runtime::RunMode;
   server.on(
-      "generate_request",
+      rpc::kGenerateRequest,
       [&router](Payload p, Responder& reply) {
         std::string key = p.args.value("affinity_key", p.args.value("rid", std::string()));
         p.args.erase("affinity_key");
@@ -22,13 +23,14 @@ void bind_router(runtime::RpcServer& server, RequestRouter& router) {
       },
       RunMode::inline_);
   server.on(
-      "abort", [&router](Payload p, Responder& reply) { router.abort(p.args.at("rid").get<std::string>()), reply.ok(); },
+      rpc::kAbort,
+      [&router](Payload p, Responder& reply) { router.abort(p.args.at("rid").get<std::string>()), reply.ok(); },
       RunMode::inline_);
-  server.on("abort_all", [&router](Payload, Responder& reply) { router.abort_all(), reply.ok(); }, RunMode::inline_);
-  server.on("suspend", [&router](Payload, Responder& reply) { router.suspend(), reply.ok(); }, RunMode::inline_);
-  server.on("resume", [&router](Payload, Responder& reply) { router.resume(), reply.ok(); }, RunMode::inline_);
+  server.on(rpc::kAbortAll, [&router](Payload, Responder& reply) { router.abort_all(), reply.ok(); }, RunMode::inline_);
+  server.on(rpc::kSuspend, [&router](Payload, Responder& reply) { router.suspend(), reply.ok(); }, RunMode::inline_);
+  server.on(rpc::kResume, [&router](Payload, Responder& reply) { router.resume(), reply.ok(); }, RunMode::inline_);
   server.on(
-      "stats",
+      rpc::kStats,
       [&router](Payload, Responder& reply) {
         RouterStats s = router.stats();
         reply.ok(Payload(nlohmann::json{{"load", s.load},
@@ -38,7 +40,7 @@ void bind_router(runtime::RpcServer& server, RequestRouter& router) {
                                         {"suspended", s.suspended}}));
       },
       RunMode::inline_);
-  server.on_call("wait_complete", [&router](Payload) { return router.wait_complete(), Payload(); });
+  server.on_call(rpc::kWaitComplete, [&router](Payload) { return router.wait_complete(), Payload(); });
 }
 
 }  // namespace roll::workers

@@ -1,9 +1,8 @@
 #pragma once
 // A RequestRouter published as a service (DESIGN section 3), so env workers and other processes
-// send generate requests through the one router that keeps the credits:
-//   generate_request {rid, affinity_key?, input_ids, sampling_params} -> the infer answer
-//   abort {rid}, abort_all, suspend, resume, stats; wait_complete (serial)
-// The affinity key defaults to the rid.
+// send generate requests through the one router that keeps the credits. It serves the generation
+// methods of rpc_methods.h (all but actor_infer's sleep and wake); a generate_request's affinity
+// key defaults to its rid.
 namespace roll::runtime {
 class RpcServer;
 }

@@ -1,12 +1,6 @@
 // The training-side roles hosted by worker processes (spec 1.2): actor_train (ActorTrainer),
-// critic (CriticTrainer), reference (ReferenceRole) and sft_train (SftTrainer), bound to RPC methods
-// the pipelines call:
-//   actor_train  train_step, compute_log_probs (DP_MP_COMPUTE); setup_model_update,
-//                broadcast_weights (ONE_TO_ALL: every rank gathers, rank 0 sends); do_checkpoint,
-//                load_checkpoint {output_dir, step} -> <output_dir>/<cluster>/checkpoint-<step>
-//   critic       compute_values, train_step, do_checkpoint, load_checkpoint
-//   reference    compute_log_probs
-//   sft_train    train_step, val_step (DP_MP_COMPUTE); do_checkpoint, load_checkpoint
+// critic (CriticTrainer), reference (ReferenceRole) and sft_train (SftTrainer). The methods each
+// binds, and their payloads, are in rpc_methods.h.
 #include <fmt/format.h>
 
 #include <map>
@@ -23,6 +17,7 @@
 #include "roll/workers/reference_role.h"
 #include "roll/workers/register_roles.h"
 #include "roll/workers/role_config.h"
+#include "roll/workers/rpc_methods.h"
 #include "roll/workers/sft_role.h"
 #include "roll/workers/weight_sync.h"
 
@@ -61,10 +56,10 @@ std::string checkpoint_root(const runtime::WorkerContext& ctx, const Payload& p)
 // do_checkpoint / load_checkpoint {output_dir, step} of a trainer, under checkpoint_root.
 template <typename Trainer>
 void bind_checkpoints(runtime::RpcServer& s, const runtime::WorkerContext& ctx, Trainer& trainer) {
-  s.on_call("do_checkpoint", [&ctx, &trainer](Payload p) {
+  s.on_call(rpc::kDoCheckpoint, [&ctx, &trainer](Payload p) {
     return Payload(nlohmann::json{{"dir", trainer.save_checkpoint(checkpoint_root(ctx, p), p.args.at("step").get<int64_t>())}});
   });
-  s.on_call("load_checkpoint", [&ctx, &trainer](Payload p) {
+  s.on_call(rpc::kLoadCheckpoint, [&ctx, &trainer](Payload p) {
     trainer.load_checkpoint(fmt::format("{}/checkpoint-{}", checkpoint_root(ctx, p), p.args.at("step").get<int64_t>()));
     return Payload();
   });
@@ -80,21 +75,23 @@ class ActorTrainRole : public runtime::Role {
   }
 
   void bind(runtime::RpcServer& s) override {
-    s.on_call("train_step", [this](Payload p) { return batch_result(actor_.train_step(need_batch(p, "train_step"))); });
-    s.on_call("compute_log_probs",
-              [this](Payload p) { return batch_result(actor_.compute_log_probs(need_batch(p, "compute_log_probs"))); });
-    s.on_call("setup_model_update", [this](Payload p) {
+    s.on_call(rpc::kTrainStep,
+              [this](Payload p) { return batch_result(actor_.train_step(need_batch(p, rpc::kTrainStep))); });
+    s.on_call(rpc::kComputeLogProbs,
+              [this](Payload p) { return batch_result(actor_.compute_log_probs(need_batch(p, rpc::kComputeLogProbs))); });
+    s.on_call(rpc::kSetupModelUpdate, [this](Payload p) {
       if (ctx_.rank != 0) return Payload();  // only train rank 0 sends
       update_group_ = join_model_update_group(ctx_.store, p.args, 0);
       return Payload();
     });
-    s.on_call("broadcast_weights", [this](Payload p) {
+    s.on_call(rpc::kBroadcastWeights, [this](Payload p) {
       const auto t0 = std::chrono::steady_clock::now();
       model::NamedTensors full = actor_.strategy().full_parameters();  // collective over the DP ranks
       nlohmann::json out = nlohmann::json::object();
       if (ctx_.rank == 0) {
         if (p.args.contains("group")) {
-          if (!update_group_) throw Error("broadcast_weights: setup_model_update was not called");
+          if (!update_group_)
+            throw Error(fmt::format("{}: {} was not called", rpc::kBroadcastWeights, rpc::kSetupModelUpdate));
           SyncStats st;
           broadcast_weights(*update_group_, 0, &full, p.args.at("bucket_bytes").get<int64_t>(), &st);
           out["bytes"] = st.bytes;
@@ -122,9 +119,10 @@ class CriticRole : public runtime::Role {
                 ctx.world_size, dp_group(ctx)) {}
 
   void bind(runtime::RpcServer& s) override {
-    s.on_call("compute_values",
-              [this](Payload p) { return batch_result(critic_.compute_values(need_batch(p, "compute_values"))); });
-    s.on_call("train_step", [this](Payload p) { return batch_result(critic_.train_step(need_batch(p, "train_step"))); });
+    s.on_call(rpc::kComputeValues,
+              [this](Payload p) { return batch_result(critic_.compute_values(need_batch(p, rpc::kComputeValues))); });
+    s.on_call(rpc::kTrainStep,
+              [this](Payload p) { return batch_result(critic_.train_step(need_batch(p, rpc::kTrainStep))); });
     bind_checkpoints(s, ctx_, critic_);
   }
 
@@ -139,8 +137,8 @@ class ReferenceWorkerRole : public runtime::Role {
       : reference_(pipeline_of(ctx), worker_config_of(pipeline_of(ctx), ctx.cluster), model_dir_of(ctx)) {}
 
   void bind(runtime::RpcServer& s) override {
-    s.on_call("compute_log_probs",
-              [this](Payload p) { return batch_result(reference_.compute_log_probs(need_batch(p, "compute_log_probs"))); });
+    s.on_call(rpc::kComputeLogProbs,
+              [this](Payload p) { return batch_result(reference_.compute_log_probs(need_batch(p, rpc::kComputeLogProbs))); });
   }
 
  private:
@@ -157,8 +155,8 @@ class SftTrainRole : public runtime::Role {
   }
 
   void bind(runtime::RpcServer& s) override {
-    s.on_call("train_step", [this](Payload p) { return batch_result(sft_.train_step(need_batch(p, "train_step"))); });
-    s.on_call("val_step", [this](Payload p) { return batch_result(sft_.val_step(need_batch(p, "val_step"))); });
+    s.on_call(rpc::kTrainStep, [this](Payload p) { return batch_result(sft_.train_step(need_batch(p, rpc::kTrainStep))); });
+    s.on_call(rpc::kValStep, [this](Payload p) { return batch_result(sft_.val_step(need_batch(p, rpc::kValStep))); });
     bind_checkpoints(s, ctx_, sft_);
   }
 
