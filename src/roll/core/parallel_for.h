@@ -3,7 +3,7 @@
 // a `#pragma omp parallel` inside a header template, compiled into the caller's file: a file
 // built without -fopenmp runs every parallel_for on one thread, silently. Include this header
 // instead of <ATen/Parallel.h> where parallel_for is called, and link the target to
-// OpenMP::OpenMP_CXX (docs/benchmarks.md: the engine ran single-threaded until session 7).
+// OpenMP::OpenMP_CXX.
 #include <ATen/Parallel.h>
 
 #if AT_PARALLEL_OPENMP && !defined(_OPENMP)
