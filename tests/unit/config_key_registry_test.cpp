@@ -44,29 +44,22 @@ class Collector {
     keys.push_back(key);
   }
   template <typename S>
-  void nested(const char* key, S&) {
-    keys.push_back(key);
-    walk<S>(schema_);
-  }
+  void nested(const char* key, S&) { enter<S>(key); }
   template <typename S>
-  void nested(const char* key, std::optional<S>&) {
-    keys.push_back(key);
-    walk<S>(schema_);
-  }
+  void nested(const char* key, std::optional<S>&) { enter<S>(key); }
   template <typename S>
-  void nested_map(const char* key, Ordered<S>&) {
-    keys.push_back(key);
-    walk<S>(schema_);
-  }
+  void nested_map(const char* key, Ordered<S>&) { enter<S>(key); }
   template <typename S>
-  void nested_list(const char* key, std::vector<S>&) {
-    keys.push_back(key);
-    walk<S>(schema_);
-  }
+  void nested_list(const char* key, std::vector<S>&) { enter<S>(key); }
 
   std::vector<std::string> keys;
 
  private:
+  template <typename S>
+  void enter(const char* key) {
+    keys.push_back(key);
+    walk<S>(schema_);
+  }
   Schema& schema_;
 };
 
@@ -169,33 +162,7 @@ TEST(ConfigKeyRegistry, IgnoredEntriesGiveAOneLineReason) {
 
 namespace {
 
-const char* kRlvr = R"(exp_name: t
-num_gpus_per_node: 4
-rollout_batch_size: 8
-prompt_length: 64
-response_length: 64
-num_return_sequences_in_group: 2
-adv_estimator: grpo
-init_kl_coef: 0.0
-pretrain: /nonexistent/model
-actor_train:
-  data_args:
-    file_name: data/x.jsonl
-    domain_interleave_probs: {math_rule: 1}
-    messages: messages
-  training_args: {per_device_train_batch_size: 2, gradient_accumulation_steps: 2}
-  strategy_args: {strategy_name: deepspeed_train, strategy_config: {zero_optimization: {stage: 2}}}
-  device_mapping: list(range(0,2))
-actor_infer:
-  strategy_args: {strategy_name: vllm}
-  generating_args: {max_new_tokens: 5, temperature: 0.7}
-  device_mapping: list(range(2,4))
-rewards:
-  math_rule:
-    worker_cls: roll.pipeline.rlvr.rewards.math_rule_reward_worker.MathRuleRewardWorker
-    tag_included: [math]
-    world_size: 2
-)";
+const char* kRlvr = roll::testing::kRlvrConfig;
 
 std::vector<std::string> ignored_warnings(const LoadedConfig& l) {
   std::vector<std::string> out;

@@ -11,6 +11,41 @@
 
 namespace roll::testing {
 
+// A small RLVR config with every role placed, for tests that load one (4 CPU slots).
+inline constexpr const char* kRlvrConfig = R"(exp_name: t
+num_gpus_per_node: 4
+rollout_batch_size: 8
+prompt_length: 64
+response_length: 64
+num_return_sequences_in_group: 2
+adv_estimator: grpo
+init_kl_coef: 0.0
+pretrain: /nonexistent/model
+system_envs: {A: '1', B: '2'}
+actor_train:
+  data_args:
+    file_name: data/x.jsonl
+    domain_interleave_probs: {math_rule: 1}
+    messages: messages
+  training_args: {per_device_train_batch_size: 2, gradient_accumulation_steps: 2}
+  strategy_args: {strategy_name: deepspeed_train, strategy_config: {zero_optimization: {stage: 2}}}
+  device_mapping: list(range(0,2))
+  system_envs: {B: 'worker'}
+actor_infer:
+  strategy_args: {strategy_name: vllm, strategy_config: {max_model_len: 256}}
+  generating_args: {max_new_tokens: 5, temperature: 0.7}
+  device_mapping: list(range(2,4))
+reference:
+  strategy_args: {strategy_name: hf_infer}
+  device_mapping: list(range(2,4))
+rewards:
+  math_rule:
+    worker_cls: roll.pipeline.rlvr.rewards.math_rule_reward_worker.MathRuleRewardWorker
+    tag_included: [math]
+    world_size: 2
+)";
+
+
 class TempConfigDir {
  public:
   TempConfigDir() {

@@ -127,8 +127,7 @@ OverlongShaping overlong_turn_penalty(const Batch& batch, const config::Pipeline
     const at::Tensor idx = at::tensor(rows, at::kLong);
     out.penalty.index_copy_(0, idx, rl::overlong_penalty(lengths.index_select(0, idx), limit, p));
   }
-  out.metrics.add("critic/overlong_penalty_mean", out.penalty.mean().item<double>());
-  out.metrics.add("critic/overlong_penalized_ratio", (out.penalty < 0).to(at::kFloat).mean().item<double>());
+  out.metrics = rl::overlong_metrics(out.penalty);
   return out;
 }
 

@@ -28,11 +28,15 @@ OverlongResult apply_overlong_penalty(const at::Tensor& rewards, const at::Tenso
   OverlongResult out;
   out.penalty = overlong_penalty(response_lengths, max_len, p).to(rewards.scalar_type());
   out.rewards = rewards + out.penalty;
-  if (p.enable) {
-    out.metrics.add("critic/overlong_penalty_mean", out.penalty.mean().item<double>());
-    out.metrics.add("critic/overlong_penalized_ratio", (out.penalty < 0).to(at::kFloat).mean().item<double>());
-  }
+  if (p.enable) out.metrics = overlong_metrics(out.penalty);
   return out;
+}
+
+MetricMap overlong_metrics(const at::Tensor& penalty) {
+  MetricMap m;
+  m.add("critic/overlong_penalty_mean", penalty.mean().item<double>());
+  m.add("critic/overlong_penalized_ratio", (penalty < 0).to(at::kFloat).mean().item<double>());
+  return m;
 }
 
 }  // namespace roll::rl

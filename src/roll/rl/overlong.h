@@ -21,6 +21,9 @@ struct OverlongParams {
 at::Tensor overlong_penalty(const at::Tensor& response_lengths, int64_t max_response_length,
                             const OverlongParams& params);
 
+// critic/overlong_penalty_mean and critic/overlong_penalized_ratio of a [B] penalty.
+MetricMap overlong_metrics(const at::Tensor& penalty);
+
 struct OverlongResult {
   at::Tensor rewards;  // rewards + penalty
   at::Tensor penalty;  // [B]
