@@ -174,7 +174,7 @@ void bench_engine_decode(const Options& o, const std::string& preset, std::share
   const auto& c = m->config();
   engine::EngineCore eng(m, engine_config(o, B, o.prompt + o.new_tokens + 1, true));
   for (int64_t b = 0; b < B; ++b) {
-    engine::GenerationRequest r;
+    GenerationRequest r;
     r.request_id = std::to_string(b);
     r.prompt_token_ids = random_prompt(o.prompt, c.vocab_size, 1000 + b);
     r.params.temperature = 0;
@@ -277,7 +277,7 @@ void bench_prefill(const Options& o, const std::string& preset, std::shared_ptr<
   bool capped = false;
   auto start = Clock::now();
   for (int rep = 0; rep < 2 && !capped; ++rep) {
-    engine::GenerationRequest r;
+    GenerationRequest r;
     r.request_id = "p" + std::to_string(rep);
     r.prompt_token_ids = random_prompt(o.prefill, m->config().vocab_size, 7 + rep);
     r.params.temperature = 0;

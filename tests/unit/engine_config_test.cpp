@@ -2,10 +2,11 @@
 #include <gtest/gtest.h>
 
 #include "roll/config/node.h"
+#include "roll/config/sampling_params.h"
 #include "roll/config/schema.h"
 #include "roll/core/error.h"
+#include "roll/core/generation.h"
 #include "roll/engine/engine_config.h"
-#include "roll/engine/sampling_params.h"
 
 using namespace roll;
 using namespace roll::engine;
@@ -49,7 +50,7 @@ TEST(EngineConfig, BadStrategyValuesNameTheKey) {
 
 TEST(EngineConfig, GeneratingArgumentsToSamplingParams) {
   config::GeneratingArguments g;  // ROLL's defaults
-  auto p = sampling_params_from(g, {151645, 151643});
+  auto p = config::sampling_params_from(g, {151645, 151643});
   EXPECT_DOUBLE_EQ(p.temperature, 0.95);
   EXPECT_DOUBLE_EQ(p.top_p, 0.7);
   EXPECT_EQ(p.top_k, 50);
@@ -57,12 +58,12 @@ TEST(EngineConfig, GeneratingArgumentsToSamplingParams) {
   EXPECT_EQ(p.stop_token_ids, (std::vector<int32_t>{151645, 151643}));
   g.do_sample = false;
   g.num_return_sequences = 4;
-  p = sampling_params_from(g, {});
+  p = config::sampling_params_from(g, {});
   EXPECT_EQ(p.temperature, 0.0);
   EXPECT_EQ(p.n, 4);
   g.num_beams = 2;
-  EXPECT_THROW(sampling_params_from(g, {}), NotSupportedError);
+  EXPECT_THROW(config::sampling_params_from(g, {}), NotSupportedError);
   g.num_beams = 1;
   g.top_p = 0;
-  EXPECT_THROW(sampling_params_from(g, {}), Error);
+  EXPECT_THROW(config::sampling_params_from(g, {}), Error);
 }

@@ -32,7 +32,7 @@ struct FakeWorkers {
   bool deferred = false;
   std::mutex mu;
   std::condition_variable cv;
-  std::map<int64_t, StreamingOps::Done> pending;  // deferred generations
+  std::map<int64_t, StreamingOps::Generated> pending;  // deferred generations
   std::vector<int64_t> drawn, aborted;
   int64_t max_in_flight = 0, in_flight = 0;
   std::optional<std::string> dead;
@@ -43,7 +43,7 @@ struct FakeWorkers {
       drawn.push_back(id);
       return prompt_row(id);
     };
-    o.generate = [this](int64_t id, const Batch& prompt, StreamingOps::Done done) {
+    o.generate = [this](int64_t id, const Batch& prompt, StreamingOps::Generated done) {
       EXPECT_EQ(prompt.tensor("input_ids")[0][0].item<int64_t>(), id);
       std::unique_lock<std::mutex> lk(mu);
       max_in_flight = std::max(max_in_flight, ++in_flight);
@@ -66,8 +66,8 @@ struct FakeWorkers {
       lk.unlock();
       done(generated(id), "");  // an aborted request still answers (finish reason abort)
     };
-    o.score = [this](int64_t id, Batch answer, StreamingOps::Done done) {
-      EXPECT_EQ(answer.meta["id"].get<int64_t>(), id);
+    o.score = [this](int64_t id, RequestOutput answer, StreamingOps::Done done) {
+      EXPECT_EQ(answer.request_id, std::to_string(id));
       Batch rows(kN);
       rows.set_tensor("scores", at::tensor(scores_of(id)));
       rows.set_tensor("prompt", at::full({kN}, id, at::kLong));
@@ -78,10 +78,10 @@ struct FakeWorkers {
     return o;
   }
 
-  static Batch generated(int64_t id) {
-    Batch b(0);
-    b.meta["id"] = id;
-    return b;
+  static RequestOutput generated(int64_t id) {
+    RequestOutput out;
+    out.request_id = std::to_string(id);
+    return out;
   }
 
   // Test side of deferred generation: waits until `count` generations are pending, then answers `id`.
@@ -205,7 +205,7 @@ TEST(PipelineStreamingRollout, AFailedGenerationIsReportedAfterTheOthersDrain) {
   FakeWorkers w;
   StreamingOps ops = w.ops();
   auto generate = ops.generate;
-  ops.generate = [generate](int64_t id, const Batch& prompt, StreamingOps::Done done) {
+  ops.generate = [generate](int64_t id, const Batch& prompt, StreamingOps::Generated done) {
     if (id == 1) return done(std::nullopt, "actor_infer-0 answered an error");
     generate(id, prompt, std::move(done));
   };

@@ -26,6 +26,7 @@
 #include "roll/runtime/runtime.h"
 #include "roll/workers/group_queue_service.h"
 #include "roll/workers/remote_episode_source.h"
+#include "roll/workers/generate_protocol.h"
 #include "roll/workers/request_router.h"
 #include "roll/workers/router_service.h"
 #include "unit/multiprocess.h"
@@ -140,18 +141,21 @@ class EnvFixture {
     router_server->on(
         "generate_request",
         [this](Payload p, runtime::Responder& reply) {
-          const std::string key = p.args.value("affinity_key", std::string());
-          p.args.erase("affinity_key");
+          RoutedRequest routed = routed_request_from_json(p.args);
+          const std::string key = routed.affinity_key;
           json request = p.args;
+          request.erase("affinity_key");
           auto shared = std::make_shared<runtime::Responder>(std::move(reply));
-          router->generate(std::move(p.args), key, [this, request, key, shared](const json* out, const std::string& e) {
-            if (!out) return shared->fail(e);
-            {
-              std::lock_guard<std::mutex> g(mu);
-              answers[request["rid"].get<std::string>()] = Answer{request, key, *out};
-            }
-            shared->ok(Payload(*out));
-          });
+          router->generate(std::move(routed.request), key,
+                           [this, request, key, shared](const RequestOutput* out, const std::string& e) {
+                             if (!out) return shared->fail(e);
+                             json answer = output_to_json(*out);
+                             {
+                               std::lock_guard<std::mutex> g(mu);
+                               answers[request["rid"].get<std::string>()] = Answer{request, key, answer};
+                             }
+                             shared->ok(Payload(answer));
+                           });
         },
         runtime::RunMode::inline_);
 

@@ -16,6 +16,7 @@
 #include "roll/runtime/rpc_client.h"
 #include "roll/runtime/rpc_server.h"
 #include "roll/runtime/runtime.h"
+#include "roll/workers/generate_protocol.h"
 #include "roll/workers/request_router.h"
 #include "roll/workers/router_service.h"
 #include "roll/workers/trim_padding.h"
@@ -159,16 +160,18 @@ TEST(WorkersInferRouter, TwoHundredInterleavedRequestsWithAbortsAndSuspend) {
   // Router suspend: nothing reaches an infer rank until resume.
   const int64_t before = requests_done(*f.ranks[0]) + requests_done(*f.ranks[1]);
   f.router->suspend();
-  std::promise<json> answer;
-  f.router->generate(request("held-1", 3, false), "held-1",
-                     [&](const json* out, const std::string& err) { answer.set_value(out ? *out : json{{"error", err}}); });
+  std::promise<std::string> answer;  // the finish reason, or the error
+  f.router->generate(workers::request_from_json(request("held-1", 3, false)), "held-1",
+                     [&](const RequestOutput* out, const std::string& err) {
+                       answer.set_value(out ? roll::to_string(out->samples.at(0).finish_reason) : err);
+                     });
   auto fut = answer.get_future();
   EXPECT_EQ(fut.wait_for(300ms), std::future_status::timeout);
   EXPECT_EQ(f.router->stats().held, 1);
   EXPECT_EQ(requests_done(*f.ranks[0]) + requests_done(*f.ranks[1]), before);
   f.router->resume();
   ASSERT_EQ(fut.wait_for(30s), std::future_status::ready);
-  EXPECT_EQ(fut.get()["finish_reasons"][0], "length");
+  EXPECT_EQ(fut.get(), "length");
 
   // Worker suspend: the rank holds a request it received until resume.
   f.ranks[0]->call_sync("suspend", Payload(), 10s);

@@ -10,7 +10,7 @@
 
 #include "roll/core/batch.h"
 #include "roll/engine/engine_config.h"
-#include "roll/engine/sampling_params.h"
+#include "roll/core/generation.h"
 #include "roll/model/chat_template.h"
 #include "roll/model/model_init.h"
 #include "roll/model/stop_tokens.h"
@@ -40,7 +40,7 @@ std::string reference_answer(const std::string& dir, const std::string& prompt, 
   ec.max_model_len = 512;
   ec.warm_up = false;
   InferService service(model::Transformer::load(dir, at::kFloat), ec);
-  engine::GenerationRequest r;
+  roll::GenerationRequest r;
   r.request_id = "ref";
   r.prompt_token_ids = tok.encode(chat.apply(messages, true), true);
   r.params.temperature = 0;
@@ -50,7 +50,7 @@ std::string reference_answer(const std::string& dir, const std::string& prompt, 
   auto f = p.get_future();
   service.submit(std::move(r), [&p](InferService::Result res) { p.set_value(std::move(res)); });
   auto res = f.get();
-  return tok.decode(std::get<engine::RequestOutput>(res).samples.at(0).token_ids, true);
+  return tok.decode(std::get<roll::RequestOutput>(res).samples.at(0).token_ids, true);
 }
 
 TEST(WorkersLlmJudge, ScoresEverySampleByTheJudgesAnswer) {

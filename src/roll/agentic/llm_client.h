@@ -9,13 +9,9 @@
 #include <vector>
 
 #include "roll/agentic/group_queue.h"
-#include "roll/engine/sampling_params.h"
+#include "roll/core/generation.h"
 
 namespace roll::agentic {
-
-// The engine's sampling settings (generating_args as ROLL passes them to vLLM); env managers cap
-// max_new_tokens per turn.
-using SamplingParams = engine::SamplingParams;
 
 struct GenerateRequest {
   std::string rid;

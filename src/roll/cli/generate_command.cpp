@@ -114,7 +114,7 @@ int run(const GenerateOptions& o) {
   std::unordered_map<std::string, size_t> index;
   for (size_t i = 0; i < lines.size(); ++i) {
     if (!lines[i].error.empty()) continue;
-    engine::GenerationRequest r;
+    GenerationRequest r;
     r.request_id = std::to_string(i);
     r.prompt_token_ids = lines[i].prompt;
     r.params.temperature = o.temperature;
@@ -147,7 +147,7 @@ int run(const GenerateOptions& o) {
         samples.push_back({{"text", s.text},
                            {"token_ids", s.token_ids},
                            {"logprobs", s.logprobs},
-                           {"finish_reason", engine::to_string(s.finish_reason)}});
+                           {"finish_reason", roll::to_string(s.finish_reason)}});
       l.result = {{"prompt_tokens", out.prompt_token_ids.size()}, {"outputs", samples}};
       progress->advance(1);
     }

@@ -21,15 +21,6 @@
 
 namespace roll::engine {
 
-const char* to_string(FinishReason r) {
-  switch (r) {
-    case FinishReason::stop: return "stop";
-    case FinishReason::length: return "length";
-    case FinishReason::abort: return "abort";
-  }
-  return "?";
-}
-
 namespace {
 
 int64_t physical_memory_bytes() {
@@ -127,7 +118,7 @@ struct EngineCore::Impl {
         throw Error(fmt::format("{}: prompt token {} at position {} is outside the vocabulary [0, {})", who,
                                 r.prompt_token_ids[i], i, V));
     try {
-      engine::validate(r.params);
+      roll::validate(r.params);
     } catch (const Error& e) {
       throw Error(fmt::format("{}: {}", who, e.what()));
     }
@@ -198,37 +189,29 @@ struct EngineCore::Impl {
     finish_sample(st, seq->sample_index, sample_output(*seq, st, stop->reason, stop->stop_string));
   }
 
-  StepStats step() {
-    if (asleep) throw Error("the engine is asleep (KV cache released): call wake() before stepping");
-    StepStats stats;
-    using Clock = std::chrono::steady_clock;
-    auto t0 = Clock::now();
-    auto lap = [&t0] {
-      const auto now = Clock::now();
-      const double s = std::chrono::duration<double>(now - t0).count();
-      t0 = now;
-      return s;
-    };
-    const size_t finished_before = finished.size();
-    SchedulerOutput so = scheduler->schedule();
-    stats.num_preempted = so.num_preempted;
-    if (so.empty()) return stats;
-    cache->copy_blocks(so.copies);
-
-    // Flatten the chunks into the step's token batch and the attention metadata.
-    const int64_t bs = config.block_size, N = so.num_tokens, S = static_cast<int64_t>(so.chunks.size());
-    at::Tensor tokens = at::empty({N}, at::kLong), positions = at::empty({N}, at::kLong),
-               slots = at::empty({N}, at::kLong);
-    int64_t* tp = tokens.data_ptr<int64_t>();
-    int64_t* pp = positions.data_ptr<int64_t>();
-    int64_t* sp = slots.data_ptr<int64_t>();
+  // What one forward reads: the scheduled chunks flattened into one token batch, the attention
+  // metadata over their block tables, and the rows whose logits are sampled.
+  struct StepInputs {
+    at::Tensor tokens, positions;  // [N] each
     AttentionMetadata meta;
+    std::vector<int64_t> sample_rows;             // row of each sampled chunk's last token
+    std::vector<const ScheduledChunk*> sampling;  // chunks that reached their sequence's end
+  };
+
+  StepInputs prepare_inputs(const SchedulerOutput& so) const {
+    StepInputs in;
+    const int64_t bs = config.block_size, N = so.num_tokens, S = static_cast<int64_t>(so.chunks.size());
+    in.tokens = at::empty({N}, at::kLong);
+    in.positions = at::empty({N}, at::kLong);
+    at::Tensor slots = at::empty({N}, at::kLong);
+    int64_t* tp = in.tokens.data_ptr<int64_t>();
+    int64_t* pp = in.positions.data_ptr<int64_t>();
+    int64_t* sp = slots.data_ptr<int64_t>();
+    AttentionMetadata& meta = in.meta;
     meta.q_start.resize(S), meta.q_len.resize(S), meta.ctx_len.resize(S);
     for (const auto& c : so.chunks)
       meta.max_blocks = std::max<int64_t>(meta.max_blocks, static_cast<int64_t>(kv->block_table(c.seq->id).size()));
     meta.block_tables.assign(S * meta.max_blocks, 0);
-    std::vector<int64_t> sample_rows;
-    std::vector<const ScheduledChunk*> sampling;
     int64_t n = 0;
     for (int64_t i = 0; i < S; ++i) {
       const ScheduledChunk& c = so.chunks[i];
@@ -243,21 +226,27 @@ struct EngineCore::Impl {
         sp[n] = static_cast<int64_t>(table[p / bs]) * bs + p % bs;
       }
       if (c.samples()) {
-        sample_rows.push_back(n - 1);
-        sampling.push_back(&c);
+        in.sample_rows.push_back(n - 1);
+        in.sampling.push_back(&c);
       }
     }
     meta.slots = slots;
+    return in;
+  }
 
-    stats.schedule_s = lap();
-    at::Tensor logits;
-    {
-      at::NoGradGuard no_grad;
-      attention->set_step(&meta);
-      logits = runner.forward(tokens, positions, *attention, at::tensor(sample_rows, at::kLong));
-      attention->set_step(nullptr);
-    }
-    stats.forward_s = lap();
+  // The forward over the step's tokens: logits of the sampled rows only.
+  at::Tensor execute_model(StepInputs& in) {
+    at::NoGradGuard no_grad;
+    attention->set_step(&in.meta);
+    at::Tensor logits = runner.forward(in.tokens, in.positions, *attention, at::tensor(in.sample_rows, at::kLong));
+    attention->set_step(nullptr);
+    return logits;
+  }
+
+  // After the forward: the computed tokens enter the prefix cache, one token is drawn per sample,
+  // a prompt that has just been computed forks its n samples, and finished samples leave.
+  void update_from_output(const SchedulerOutput& so, const StepInputs& in, const at::Tensor& logits,
+                          StepStats& stats) {
     for (const auto& c : so.chunks) {
       c.seq->num_computed += c.num_tokens;
       kv->cache_computed(c.seq->id, std::span<const int32_t>(c.seq->tokens), c.seq->num_computed);
@@ -265,8 +254,8 @@ struct EngineCore::Impl {
 
     // One draw per sample; a prompt that has just been computed draws for all its n samples.
     std::vector<SampleSpec> specs;
-    for (size_t r = 0; r < sampling.size(); ++r) {
-      Sequence* seq = sampling[r]->seq;
+    for (size_t r = 0; r < in.sampling.size(); ++r) {
+      Sequence* seq = in.sampling[r]->seq;
       RequestState& st = requests.at(seq->request);
       if (seq->num_generated() == 0 && seq->sample_index == 0) st.cached_prompt_tokens = seq->num_cached;
       for (int64_t j = 0; j < seq->fork_width; ++j) {
@@ -279,7 +268,7 @@ struct EngineCore::Impl {
     stats.num_sampled = static_cast<int64_t>(drawn.size());
 
     size_t k = 0;
-    for (const ScheduledChunk* c : sampling) {
+    for (const ScheduledChunk* c : in.sampling) {
       Sequence* seq = c->seq;
       const int64_t key = seq->request;
       RequestState& st = requests.at(key);
@@ -302,6 +291,31 @@ struct EngineCore::Impl {
         if (!requests.count(key)) break;  // its last sample finished: `st` is gone
       }
     }
+  }
+
+  // One engine step (vLLM V1's division): schedule, prepare the inputs, run the model, update
+  // the requests from its output.
+  StepStats step() {
+    if (asleep) throw Error("the engine is asleep (KV cache released): call wake() before stepping");
+    StepStats stats;
+    using Clock = std::chrono::steady_clock;
+    auto t0 = Clock::now();
+    auto lap = [&t0] {
+      const auto now = Clock::now();
+      const double s = std::chrono::duration<double>(now - t0).count();
+      t0 = now;
+      return s;
+    };
+    const size_t finished_before = finished.size();
+    SchedulerOutput so = scheduler->schedule();
+    stats.num_preempted = so.num_preempted;
+    if (so.empty()) return stats;
+    cache->copy_blocks(so.copies);
+    StepInputs in = prepare_inputs(so);
+    stats.schedule_s = lap();
+    const at::Tensor logits = execute_model(in);
+    stats.forward_s = lap();
+    update_from_output(so, in, logits, stats);
     stats.sample_s = lap();
     stats.num_tokens = so.num_tokens;
     stats.num_finished = static_cast<int64_t>(finished.size() - finished_before);

@@ -15,7 +15,7 @@
 
 #include "roll/engine/engine_config.h"
 #include "roll/engine/kv_cache_manager.h"
-#include "roll/engine/request.h"
+#include "roll/core/generation.h"
 #include "roll/model/safetensors.h"
 
 namespace roll::model {

@@ -10,7 +10,7 @@
 #include <span>
 #include <vector>
 
-#include "roll/engine/sampling_params.h"
+#include "roll/core/generation.h"
 
 namespace roll::engine {
 

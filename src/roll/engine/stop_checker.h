@@ -7,7 +7,7 @@
 #include <span>
 #include <string>
 
-#include "roll/engine/request.h"
+#include "roll/core/generation.h"
 #include "roll/engine/sequence.h"
 
 namespace roll::engine {

@@ -9,7 +9,8 @@
 #include "roll/config/model_path.h"
 #include "roll/core/error.h"
 #include "roll/core/log.h"
-#include "roll/engine/sampling_params.h"
+#include "roll/config/sampling_params.h"
+#include "roll/core/generation.h"
 #include "roll/model/stop_tokens.h"
 #include "roll/model/tokenizer.h"
 #include "roll/pipeline/rlvr_data.h"
@@ -89,9 +90,9 @@ void RlvrPipeline::restore_kv(const nlohmann::json& kv) {
 
 namespace {
 
-engine::SamplingParams sampling_of(const config::GeneratingArguments& ga, const std::vector<int32_t>& stop_ids,
+SamplingParams sampling_of(const config::GeneratingArguments& ga, const std::vector<int32_t>& stop_ids,
                                    int64_t n) {
-  engine::SamplingParams p = engine::sampling_params_from(ga, stop_ids);
+  SamplingParams p = config::sampling_params_from(ga, stop_ids);
   p.n = n;
   return p;
 }
@@ -105,7 +106,7 @@ Metrics RlvrPipeline::validate(int64_t step) {
                                                     : c.actor_infer.generating_args.value_or(config::GeneratingArguments{});
   Batch prompts = impl_->data->validation_batch();
   const int64_t seq = c.val_sequence_length.value_or(c.sequence_length.value_or(c.prompt_length + 512));
-  const engine::SamplingParams params = sampling_of(ga, impl_->stop_ids, std::max<int64_t>(1, ga.num_return_sequences));
+  const SamplingParams params = sampling_of(ga, impl_->stop_ids, std::max<int64_t>(1, ga.num_return_sequences));
   // Every validation prompt goes to the reward cluster of its domain.
   std::map<std::string, std::vector<int64_t>> rows_of;
   for (int64_t i = 0; i < prompts.size(); ++i) rows_of[prompts.get_string("domain", i)].push_back(i);
@@ -128,7 +129,7 @@ Metrics RlvrPipeline::run_step(int64_t step) {
   const int64_t n = std::max<int64_t>(1, c.num_return_sequences_in_group);
   const int64_t seq = c.sequence_length.value_or(c.prompt_length + c.response_length.value_or(512));
   const config::GeneratingArguments ga = c.actor_infer.generating_args.value_or(config::GeneratingArguments{});
-  const engine::SamplingParams params = sampling_of(ga, im.stop_ids, n);
+  const SamplingParams params = sampling_of(ga, im.stop_ids, n);
 
   // 1. Generate and score, domain by domain (rows of a domain stay contiguous).
   auto t0 = std::chrono::steady_clock::now();

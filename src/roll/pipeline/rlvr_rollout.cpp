@@ -17,7 +17,6 @@
 #include "roll/pipeline/streaming_rollout.h"
 #include "roll/runtime/cluster.h"
 #include "roll/runtime/rpc_client.h"
-#include "roll/workers/generate_protocol.h"
 #include "roll/workers/metrics_json.h"
 #include "roll/workers/request_router.h"
 #include "roll/workers/rpc_methods.h"
@@ -42,38 +41,40 @@ std::vector<std::vector<int32_t>> prompt_ids(const Batch& prompts) {
 std::string rid_of(const RolloutContext& ctx, int64_t id) { return fmt::format("{}-{}", ctx.rid_prefix, id); }
 
 // The generate request of prompt `id`: n samples, max_new_tokens capped by sequence_length.
-nlohmann::json prompt_request(const RolloutContext& ctx, const std::vector<int32_t>& prompt, int64_t id) {
-  engine::SamplingParams p = ctx.params;
-  p.max_new_tokens = std::max<int64_t>(
-      1, std::min<int64_t>(p.max_new_tokens, ctx.sequence_length - static_cast<int64_t>(prompt.size())));
-  p.seed = ctx.seed_base + static_cast<uint64_t>(id);
-  return {{"rid", rid_of(ctx, id)}, {"input_ids", prompt}, {"sampling_params", workers::sampling_params_to_json(p)}};
+GenerationRequest prompt_request(const RolloutContext& ctx, std::vector<int32_t> prompt, int64_t id) {
+  GenerationRequest r;
+  r.request_id = rid_of(ctx, id);
+  r.params = ctx.params;
+  r.params.max_new_tokens = std::max<int64_t>(
+      1, std::min<int64_t>(r.params.max_new_tokens, ctx.sequence_length - static_cast<int64_t>(prompt.size())));
+  r.params.seed = ctx.seed_base + static_cast<uint64_t>(id);
+  r.prompt_token_ids = std::move(prompt);
+  return r;
 }
 
 // Sends every prompt (n samples each) through the router and waits for all.
 std::vector<GeneratedPrompt> generate(const RolloutContext& ctx, const Batch& prompts, int64_t first_id) {
   auto ids = prompt_ids(prompts);
   std::vector<GeneratedPrompt> out(ids.size());
-  std::vector<std::future<nlohmann::json>> answers;
+  std::vector<std::future<RequestOutput>> answers;
   for (size_t i = 0; i < ids.size(); ++i) {
     const int64_t id = first_id + static_cast<int64_t>(i);
     const std::string rid = rid_of(ctx, id);
-    nlohmann::json req = prompt_request(ctx, ids[i], id);
-    out[i].prompt = std::move(ids[i]);
-    auto promise = std::make_shared<std::promise<nlohmann::json>>();
+    out[i].prompt = ids[i];
+    auto promise = std::make_shared<std::promise<RequestOutput>>();
     answers.push_back(promise->get_future());
-    ctx.router.generate(std::move(req), rid, [promise, rid](const nlohmann::json* o, const std::string& err) {
-      if (o) promise->set_value(*o);
-      else promise->set_exception(std::make_exception_ptr(Error("generation of " + rid + " failed: " + err)));
-    });
+    ctx.router.generate(prompt_request(ctx, std::move(ids[i]), id), rid,
+                        [promise, rid](const RequestOutput* o, const std::string& err) {
+                          if (o) promise->set_value(*o);
+                          else promise->set_exception(std::make_exception_ptr(Error("generation of " + rid + " failed: " + err)));
+                        });
   }
   auto progress = make_progress();
   progress->start("rollout " + ctx.rid_prefix, static_cast<int64_t>(answers.size()), "prompt");
   for (size_t i = 0; i < answers.size(); ++i) {
     if (answers[i].wait_for(ctx.timeout) != std::future_status::ready)
       throw Error(fmt::format("generation of {} timed out", rid_of(ctx, first_id + static_cast<int64_t>(i))));
-    engine::RequestOutput o = workers::output_from_json(answers[i].get());
-    for (auto& s : o.samples) out[i].samples.push_back(std::move(s));
+    out[i].samples = answers[i].get().samples;
     progress->advance();
   }
   progress->finish();
@@ -170,22 +171,20 @@ DomainRollout rollout_level1(const RolloutContext& ctx, const StreamingWorkers& 
   std::map<int64_t, Batch> prompt_of;
   StreamingOps ops;
   ops.draw = [&](int64_t id) { return prompt_of[id] = data.next_batch(spec.domain, 1); };
-  ops.generate = [&](int64_t id, const Batch& prompt, StreamingOps::Done done) {
+  ops.generate = [&](int64_t id, const Batch& prompt, StreamingOps::Generated done) {
     const std::string rid = rid_of(ctx, id);
     ctx.router.generate(prompt_request(ctx, prompt_ids(prompt).front(), id), rid,
-                        [done, rid](const nlohmann::json* output, const std::string& err) {
+                        [done, rid](const RequestOutput* output, const std::string& err) {
                           if (!output) return done(std::nullopt, "generation of " + rid + " failed: " + err);
-                          Batch answer(0);  // the raw answer travels to `score` in meta
-                          answer.meta["output"] = *output;
-                          done(std::move(answer), "");
+                          done(*output, "");
                         });
   };
   ops.abort = [&](int64_t id) { ctx.router.abort(rid_of(ctx, id)); };
-  ops.score = [&](int64_t id, Batch answer, StreamingOps::Done done) {
+  ops.score = [&](int64_t id, RequestOutput answer, StreamingOps::Done done) {
     const Batch& prompt = prompt_of.at(id);
     GeneratedPrompt g;
     g.prompt = prompt_ids(prompt).front();
-    for (auto& s : workers::output_from_json(answer.meta["output"]).samples) g.samples.push_back(std::move(s));
+    g.samples = std::move(answer.samples);
     auto samples = std::make_shared<Batch>(build(ctx, prompt, {g}));
     prompt_of.erase(id);
     const size_t rank = (*w.next_reward_rank)++ % w.reward_ranks.size();

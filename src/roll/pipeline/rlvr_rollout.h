@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "roll/core/batch.h"
-#include "roll/engine/sampling_params.h"
+#include "roll/core/generation.h"
 #include "roll/rl/metrics.h"
 #include "roll/rl/query_filter.h"
 
@@ -46,7 +46,7 @@ struct RolloutContext {
   workers::RequestRouter& router;
   const model::Tokenizer& tokenizer;
   const config::PipelineConfig& config;
-  engine::SamplingParams params;  // n = samples per prompt
+  SamplingParams params;  // n = samples per prompt
   int64_t sequence_length = 0;
   std::string rid_prefix;
   uint64_t seed_base = 0;

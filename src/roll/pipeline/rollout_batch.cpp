@@ -55,7 +55,7 @@ Batch build_rollout_batch(const Batch& prompts, const std::vector<GeneratedPromp
       source_row.push_back(static_cast<int64_t>(i));
       prompt_text.push_back(ptext);
       response_text.push_back(tokenizer.decode(std::vector<int32_t>(s.token_ids.begin(), s.token_ids.begin() + rlen), false));
-      finish.push_back(engine::to_string(s.finish_reason));
+      finish.push_back(roll::to_string(s.finish_reason));
       uuid.push_back(fmt::format("{}-{}", i, j));
       prompt_id.push_back(static_cast<int64_t>(i));
     }

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "roll/core/batch.h"
-#include "roll/engine/request.h"
+#include "roll/core/generation.h"
 
 namespace roll::model {
 class Tokenizer;
@@ -20,7 +20,7 @@ namespace roll::pipeline {
 
 struct GeneratedPrompt {
   std::vector<int32_t> prompt;               // unpadded prompt ids
-  std::vector<engine::SampleOutput> samples;  // n of them
+  std::vector<SampleOutput> samples;  // n of them
 };
 
 Batch build_rollout_batch(const Batch& prompts, const std::vector<GeneratedPrompt>& generated, int64_t sequence_length,

@@ -19,9 +19,12 @@ namespace {
 
 struct Event {
   int64_t id = 0;
-  bool scored = false;  // else generated
-  std::optional<Batch> batch;
+  bool scored = false;                     // else generated
+  std::optional<RequestOutput> generated;  // what `generate` answered
+  std::optional<Batch> batch;              // what `score` answered
   std::string error;
+
+  bool ok() const { return error.empty() && (scored ? batch.has_value() : generated.has_value()); }
 };
 
 // Answers from the workers' threads, consumed by the scheduler's thread. Shared with the
@@ -75,9 +78,15 @@ class Scheduler {
   }
 
  private:
-  StreamingOps::Done answer(int64_t id, bool scored) {
-    return [inbox = inbox_, id, scored](std::optional<Batch> b, const std::string& error) {
-      inbox->push({id, scored, std::move(b), error});
+  StreamingOps::Generated generated(int64_t id) {
+    return [inbox = inbox_, id](std::optional<RequestOutput> out, const std::string& error) {
+      inbox->push({id, false, std::move(out), std::nullopt, error});
+    };
+  }
+
+  StreamingOps::Done scored(int64_t id) {
+    return [inbox = inbox_, id](std::optional<Batch> b, const std::string& error) {
+      inbox->push({id, true, std::nullopt, std::move(b), error});
     };
   }
 
@@ -88,7 +97,7 @@ class Scheduler {
       const int64_t id = result_.drawn++;
       live_[id] = {slot, Stage::generating, false};
       Batch prompt = ops_.draw(id);
-      ops_.generate(id, prompt, answer(id, false));
+      ops_.generate(id, prompt, generated(id));
     }
   }
 
@@ -126,7 +135,7 @@ class Scheduler {
     auto it = live_.find(e.id);
     if (it == live_.end()) throw Error(fmt::format("domain '{}': an answer for prompt {} that is not running", o_.domain, e.id));
     Running& r = it->second;
-    if (!e.batch || !e.error.empty()) {
+    if (!e.ok()) {
       if (error_.empty())
         error_ = fmt::format("domain '{}': prompt {}: {}", o_.domain, e.id, e.error.empty() ? "no result" : e.error);
       finish(it, false);
@@ -140,7 +149,7 @@ class Scheduler {
     }
     if (!e.scored) {
       r.stage = Stage::scoring;
-      ops_.score(e.id, std::move(*e.batch), answer(e.id, true));
+      ops_.score(e.id, std::move(*e.generated), scored(e.id));
       return;
     }
     result_.reward_metrics.push_back(e.batch->meta.value("reward_metrics", nlohmann::json::object()));

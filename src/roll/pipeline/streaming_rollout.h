@@ -14,22 +14,24 @@
 #include <vector>
 
 #include "roll/core/batch.h"
+#include "roll/core/generation.h"
 #include "roll/rl/query_filter.h"
 
 namespace roll::pipeline {
 
 struct StreamingOps {
-  // Answers may come on any thread: the scored or generated batch, or nullopt and an error.
+  // Answers may come on any thread: the generated output or the scored batch, or nullopt and an error.
+  using Generated = std::function<void(std::optional<RequestOutput> output, const std::string& error)>;
   using Done = std::function<void(std::optional<Batch> result, const std::string& error)>;
   // The next prompt of the domain (one collated row); `id` counts the step's prompts from 0.
   std::function<Batch(int64_t id)> draw;
   // Generates prompt `id`'s samples; the answer is handed to `score` as it is.
-  std::function<void(int64_t id, const Batch& prompt, Done done)> generate;
+  std::function<void(int64_t id, const Batch& prompt, Generated done)> generate;
   // Asks for prompt `id`'s generation to stop; its `done` still runs (with whatever it has).
   std::function<void(int64_t id)> abort;
   // Scores what `generate` answered: prompt `id`'s rollout rows (spec 1.6) with tensor `scores` [n]
   // and, optionally, meta "reward_metrics". Called on the scheduler's thread.
-  std::function<void(int64_t id, Batch samples, Done done)> score;
+  std::function<void(int64_t id, RequestOutput output, Done done)> score;
   // Why a worker the rollout depends on is gone, checked while waiting (may be empty).
   std::function<std::optional<std::string>()> failure;
 };

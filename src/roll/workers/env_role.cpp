@@ -17,7 +17,8 @@
 #include "roll/core/error.h"
 #include "roll/core/log.h"
 #include "roll/core/log_sinks.h"
-#include "roll/engine/sampling_params.h"
+#include "roll/config/sampling_params.h"
+#include "roll/core/generation.h"
 #include "roll/model/chat_template.h"
 #include "roll/model/tokenizer.h"
 #include "roll/runtime/role.h"
@@ -72,7 +73,7 @@ class EnvRole : public runtime::Role {
     std::vector<int32_t> stops;
     for (auto id : {tokenizer_->eos_id(), tokenizer_->pad_id()})
       if (id) stops.push_back(*id);
-    generation_ = engine::sampling_params_from(args, stops);
+    generation_ = config::sampling_params_from(args, stops);
     log::info("{}: {} env(s) (ids {}..{}), model {}", ctx.worker_name, slots_.size(),
               slots_.empty() ? -1 : slots_.front().env_id, slots_.empty() ? -1 : slots_.back().env_id, dir);
   }
@@ -196,7 +197,7 @@ class EnvRole : public runtime::Role {
   std::map<std::string, agentic::EnvSpec> specs_;
   std::unique_ptr<model::Tokenizer> tokenizer_;
   std::unique_ptr<model::ChatTemplate> chat_template_;
-  engine::SamplingParams generation_;
+  SamplingParams generation_;
 
   std::mutex mu_;
   std::condition_variable cv_;

@@ -43,10 +43,10 @@ class InferRole : public runtime::Role {
     s.on(
         rpc::kGenerateRequest,
         [this](Payload p, Responder& reply) {
-          engine::GenerationRequest r = request_from_json(p.args);
+          GenerationRequest r = request_from_json(p.args);
           auto shared = std::make_shared<Responder>(std::move(reply));
           service_->submit(std::move(r), [shared](InferService::Result res) {
-            if (auto* out = std::get_if<engine::RequestOutput>(&res))
+            if (auto* out = std::get_if<RequestOutput>(&res))
               shared->ok(Payload(output_to_json(*out)));
             else
               shared->fail(std::get<std::string>(res));
@@ -56,7 +56,7 @@ class InferRole : public runtime::Role {
     s.on(
         rpc::kAbort,
         [this](Payload p, Responder& reply) {
-          service_->abort(p.args.at("rid").get<std::string>());
+          service_->abort(abort_from_json(p.args));
           reply.ok();
         },
         runtime::RunMode::inline_);

@@ -23,13 +23,13 @@ struct InferService::Impl {
   std::condition_variable cv;
   bool done = false;
   bool suspended = false;
-  std::deque<std::pair<engine::GenerationRequest, Callback>> incoming;  // not yet given to the engine
+  std::deque<std::pair<GenerationRequest, Callback>> incoming;  // not yet given to the engine
   std::deque<std::string> aborts;
   std::deque<std::function<void()>> control;  // run on the engine thread between steps
   std::map<std::string, Callback> running;    // admitted: request id -> callback (engine thread only)
   InferStats counters;
 
-  void deliver(engine::RequestOutput out) {
+  void deliver(RequestOutput out) {
     auto it = running.find(out.request_id);
     if (it == running.end()) return;
     Callback cb = std::move(it->second);
@@ -37,7 +37,7 @@ struct InferService::Impl {
     bool aborted = false;
     for (const auto& s : out.samples) {
       counters.tokens_generated += static_cast<int64_t>(s.token_ids.size());
-      aborted = aborted || s.finish_reason == engine::FinishReason::abort;
+      aborted = aborted || s.finish_reason == FinishReason::abort;
     }
     {
       std::lock_guard<std::mutex> g(mu);
@@ -47,7 +47,7 @@ struct InferService::Impl {
     cb(std::move(out));
   }
 
-  void admit(engine::GenerationRequest r, Callback cb) {
+  void admit(GenerationRequest r, Callback cb) {
     const std::string id = r.request_id;
     if (running.count(id)) return cb(std::string("request id '" + id + "' is already running"));
     try {
@@ -64,7 +64,7 @@ struct InferService::Impl {
 
   void loop() {
     for (;;) {
-      std::deque<std::pair<engine::GenerationRequest, Callback>> admit_now;
+      std::deque<std::pair<GenerationRequest, Callback>> admit_now;
       std::deque<std::string> abort_now_ids;
       std::deque<std::function<void()>> control_now;
       {
@@ -139,7 +139,7 @@ InferService::~InferService() {
   impl_->thread.join();
 }
 
-void InferService::submit(engine::GenerationRequest request, Callback done) {
+void InferService::submit(GenerationRequest request, Callback done) {
   {
     std::lock_guard<std::mutex> g(impl_->mu);
     impl_->incoming.emplace_back(std::move(request), std::move(done));
@@ -153,11 +153,11 @@ bool InferService::abort(const std::string& request_id) {
     // Not admitted yet (held by suspend): answer it at once with an empty aborted output.
     for (auto it = impl_->incoming.begin(); it != impl_->incoming.end(); ++it) {
       if (it->first.request_id != request_id) continue;
-      engine::RequestOutput out;
+      RequestOutput out;
       out.request_id = request_id;
       out.prompt_token_ids = it->first.prompt_token_ids;
       out.samples.resize(static_cast<size_t>(std::max<int64_t>(1, it->first.params.n)));
-      for (auto& s : out.samples) s.finish_reason = engine::FinishReason::abort;
+      for (auto& s : out.samples) s.finish_reason = FinishReason::abort;
       Callback cb = std::move(it->second);
       impl_->incoming.erase(it);
       ++impl_->counters.requests_aborted;

@@ -9,7 +9,7 @@
 #include <variant>
 
 #include "roll/engine/engine_config.h"
-#include "roll/engine/request.h"
+#include "roll/core/generation.h"
 #include "roll/model/safetensors.h"
 
 namespace roll::model {
@@ -31,13 +31,13 @@ struct InferStats {
 class InferService {
  public:
   // Either an output, or why the request was refused (bad request, engine failure).
-  using Result = std::variant<engine::RequestOutput, std::string>;
+  using Result = std::variant<RequestOutput, std::string>;
   using Callback = std::function<void(Result)>;
 
   InferService(std::shared_ptr<model::Transformer> model, engine::EngineConfig config);
   ~InferService();  // aborts what is left (callbacks get their partial outputs)
 
-  void submit(engine::GenerationRequest request, Callback done);
+  void submit(GenerationRequest request, Callback done);
   // The request's callback receives its partial output with finish reason "abort". False for an
   // unknown or finished id.
   bool abort(const std::string& request_id);

@@ -9,7 +9,8 @@
 #include "roll/config/schema.h"
 #include "roll/core/error.h"
 #include "roll/core/log.h"
-#include "roll/engine/sampling_params.h"
+#include "roll/config/sampling_params.h"
+#include "roll/core/generation.h"
 #include "roll/model/chat_template.h"
 #include "roll/model/stop_tokens.h"
 #include "roll/model/tokenizer.h"
@@ -50,7 +51,7 @@ struct LlmJudgeScorer::Impl {
   std::shared_ptr<model::Tokenizer> tokenizer;
   std::optional<model::ChatTemplate> chat;
   std::string judge_template;
-  engine::SamplingParams params;
+  SamplingParams params;
   int64_t max_prompt_tokens = 0;
   std::unique_ptr<InferService> service;
   uint64_t seed = 0, calls = 0;
@@ -85,7 +86,7 @@ LlmJudgeScorer::LlmJudgeScorer(const runtime::WorkerContext& ctx) : impl_(std::m
   im.judge_template = reward::judge_template(judge_prompt, key + ".judge_prompt");
   im.tokenizer = std::make_shared<model::Tokenizer>(model::Tokenizer::from_dir(dir));
   im.chat.emplace(model::ChatTemplate::from_model_dir(template_name, dir));
-  im.params = engine::sampling_params_from(ga, model::stop_token_ids(dir, *im.tokenizer));
+  im.params = config::sampling_params_from(ga, model::stop_token_ids(dir, *im.tokenizer));
   im.params.n = 1;  // one verdict per sample
   im.service = std::make_unique<InferService>(model::Transformer::load(dir, engine_dtype_named(dtype)),
                                               engine_config_of(ctx));
@@ -111,7 +112,7 @@ std::vector<JudgeVerdict> LlmJudgeScorer::score(const std::vector<JudgeSample>& 
     // A judge prompt longer than the engine allows keeps its end (the response and the reference).
     if (static_cast<int64_t>(ids.size()) > im.max_prompt_tokens)
       ids.erase(ids.begin(), ids.end() - im.max_prompt_tokens);
-    engine::GenerationRequest r;
+    GenerationRequest r;
     r.request_id = fmt::format("judge-{}-{}", call, i);
     r.prompt_token_ids = std::move(ids);
     r.params = im.params;
@@ -128,7 +129,7 @@ std::vector<JudgeVerdict> LlmJudgeScorer::score(const std::vector<JudgeSample>& 
     }
     InferService::Result res = answers[i].get();
     if (auto* why = std::get_if<std::string>(&res)) throw Error(fmt::format("{}: judge request {}: {}", im.worker, i, *why));
-    const auto& o = std::get<engine::RequestOutput>(res);
+    const auto& o = std::get<RequestOutput>(res);
     const auto& tokens = o.samples.at(0).token_ids;
     out[i].answer = im.tokenizer->decode(tokens, true);
     out[i].score = reward::judge_verdict(out[i].answer);

@@ -13,27 +13,27 @@ RemoteLlmClient::RemoteLlmClient(const std::string& router_endpoint)
 RemoteLlmClient::~RemoteLlmClient() = default;
 
 std::future<agentic::GenerateResult> RemoteLlmClient::generate(agentic::GenerateRequest request) {
-  engine::GenerationRequest r;
-  r.request_id = request.rid;
-  r.prompt_token_ids = std::move(request.input_ids);
-  r.params = std::move(request.params);
-  r.params.n = 1;
-  nlohmann::json args = request_to_json(r);
-  args["affinity_key"] = std::to_string(request.src_rank);
+  RoutedRequest r;
+  r.request.request_id = request.rid;
+  r.request.prompt_token_ids = std::move(request.input_ids);
+  r.request.params = std::move(request.params);
+  r.request.params.n = 1;
+  r.affinity_key = std::to_string(request.src_rank);
+  nlohmann::json args = routed_request_to_json(r);
   auto promise = std::make_shared<std::promise<agentic::GenerateResult>>();
   auto answer = promise->get_future();
   client_->call_async(rpc::kGenerateRequest, runtime::Payload(std::move(args)),
                       [promise, rid = request.rid](runtime::Payload* result, const std::string& error) {
                         try {
                           if (!result) throw Error(error);
-                          engine::RequestOutput out = output_from_json(result->args);
+                          RequestOutput out = output_from_json(result->args);
                           if (out.samples.size() != 1)
                             throw Error("generate_request " + rid + ": " + std::to_string(out.samples.size()) +
                                         " samples in the answer, expected 1");
                           agentic::GenerateResult g;
                           g.output_token_ids = std::move(out.samples[0].token_ids);
                           g.output_logprobs = std::move(out.samples[0].logprobs);
-                          g.finish_reason = engine::to_string(out.samples[0].finish_reason);
+                          g.finish_reason = roll::to_string(out.samples[0].finish_reason);
                           promise->set_value(std::move(g));
                         } catch (const std::exception&) {
                           promise->set_exception(std::current_exception());
@@ -43,7 +43,7 @@ std::future<agentic::GenerateResult> RemoteLlmClient::generate(agentic::Generate
 }
 
 void RemoteLlmClient::abort(const std::string& rid) {
-  client_->call_async(rpc::kAbort, runtime::Payload(nlohmann::json{{"rid", rid}}),
+  client_->call_async(rpc::kAbort, runtime::Payload(abort_to_json(rid)),
                       [](runtime::Payload*, const std::string&) {});
 }
 

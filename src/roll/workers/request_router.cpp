@@ -7,6 +7,7 @@
 
 #include "roll/core/error.h"
 #include "roll/runtime/rpc_client.h"
+#include "roll/workers/generate_protocol.h"
 #include "roll/workers/rpc_methods.h"
 
 namespace roll::workers {
@@ -17,7 +18,7 @@ struct RequestRouter::Impl : std::enable_shared_from_this<RequestRouter::Impl> {
   int64_t max_running;
 
   struct Request {
-    nlohmann::json body;
+    GenerationRequest body;
     std::string rid, key;
     int64_t credit = 1;
     Done done;
@@ -77,11 +78,17 @@ struct RequestRouter::Impl : std::enable_shared_from_this<RequestRouter::Impl> {
     std::weak_ptr<Impl> self = shared_from_this();
     auto done = std::make_shared<Done>(std::move(r.done));
     std::string rid = r.rid, key = r.key;
-    ranks[rank]->call_async(rpc::kGenerateRequest, runtime::Payload(std::move(r.body)),
+    ranks[rank]->call_async(rpc::kGenerateRequest, runtime::Payload(request_to_json(r.body)),
                             [self, done, rid, key](runtime::Payload* result, const std::string& error) {
                               if (auto me = self.lock()) me->finished(rid, key);
-                              if (result) (*done)(&result->args, "");
-                              else (*done)(nullptr, error);
+                              if (!result) return (*done)(nullptr, error);
+                              RequestOutput out;
+                              try {
+                                out = output_from_json(result->args);
+                              } catch (const std::exception& e) {
+                                return (*done)(nullptr, e.what());
+                              }
+                              (*done)(&out, "");
                             });
   }
 
@@ -121,12 +128,12 @@ RequestRouter::RequestRouter(std::vector<std::shared_ptr<runtime::RpcClient>> ra
 
 RequestRouter::~RequestRouter() = default;
 
-void RequestRouter::generate(nlohmann::json request, const std::string& affinity_key, Done done) {
+void RequestRouter::generate(GenerationRequest request, const std::string& affinity_key, Done done) {
   Impl::Request r;
-  if (!request.contains("rid") || !request["rid"].is_string()) throw Error("router: a request needs a string 'rid'");
-  r.rid = request["rid"].get<std::string>();
+  if (request.request_id.empty()) throw Error("router: a request needs a request id");
+  r.rid = request.request_id;
   r.key = affinity_key;
-  r.credit = std::max<int64_t>(1, request.value("sampling_params", nlohmann::json::object()).value("n", int64_t{1}));
+  r.credit = std::max<int64_t>(1, request.params.n);
   r.body = std::move(request);
   r.done = std::move(done);
   std::unique_lock<std::mutex> lk(impl_->mu);
@@ -144,17 +151,7 @@ void RequestRouter::abort(const std::string& rid) {
     bool now_idle = impl_->held.empty() && impl_->in_flight.empty();
     lk.unlock();
     // Never sent: an aborted output with no tokens, so the caller can resume it later.
-    const int64_t n = r.credit;
-    nlohmann::json out = {{"rid", rid},
-                          {"output_token_ids", nlohmann::json::array()},
-                          {"output_logprobs", nlohmann::json::array()},
-                          {"finish_reasons", nlohmann::json::array()},
-                          {"cached_prompt_tokens", 0}};
-    for (int64_t i = 0; i < n; ++i) {
-      out["output_token_ids"].push_back(nlohmann::json::array());
-      out["output_logprobs"].push_back(nlohmann::json::array());
-      out["finish_reasons"].push_back("abort");
-    }
+    const RequestOutput out = aborted_output(rid, r.credit);
     r.done(&out, "");
     if (now_idle) impl_->idle.notify_all();
     return;
@@ -163,7 +160,7 @@ void RequestRouter::abort(const std::string& rid) {
   if (it == impl_->in_flight.end()) return;  // finished already
   int rank = it->second.first;
   lk.unlock();
-  impl_->ranks[rank]->call_async(rpc::kAbort, runtime::Payload(nlohmann::json{{"rid", rid}}),
+  impl_->ranks[rank]->call_async(rpc::kAbort, runtime::Payload(abort_to_json(rid)),
                                  [](runtime::Payload*, const std::string&) {});
 }
 

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
+#include "roll/core/generation.h"
 
 namespace roll::runtime {
 class RpcClient;
@@ -33,15 +33,15 @@ struct RouterStats {
 
 class RequestRouter {
  public:
-  // output: the infer worker's answer (generate_protocol.h), or null with `error` set.
-  using Done = std::function<void(const nlohmann::json* output, const std::string& error)>;
+  // output: the infer worker's answer, or null with `error` set.
+  using Done = std::function<void(const RequestOutput* output, const std::string& error)>;
 
   RequestRouter(std::vector<std::shared_ptr<runtime::RpcClient>> ranks, RouterKind kind,
                 int64_t max_running_requests = 128);
   ~RequestRouter();
 
-  // request: {rid, input_ids, sampling_params}. The rid must be unique among those in flight.
-  void generate(nlohmann::json request, const std::string& affinity_key, Done done);
+  // The request id must be unique among those in flight.
+  void generate(GenerationRequest request, const std::string& affinity_key, Done done);
   void abort(const std::string& rid);
   void abort_all();
   void suspend();

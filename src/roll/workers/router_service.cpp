@@ -1,6 +1,7 @@
 #include "roll/workers/router_service.h"
 
 #include "roll/runtime/rpc_server.h"
+#include "roll/workers/generate_protocol.h"
 #include "roll/workers/request_router.h"
 #include "roll/workers/rpc_methods.h"
 
@@ -13,18 +14,17 @@ void bind_router(runtime::RpcServer& server, RequestRouter& router) {
   server.on(
       rpc::kGenerateRequest,
       [&router](Payload p, Responder& reply) {
-        std::string key = p.args.value("affinity_key", p.args.value("rid", std::string()));
-        p.args.erase("affinity_key");
+        RoutedRequest r = routed_request_from_json(p.args);
         auto shared = std::make_shared<Responder>(std::move(reply));
-        router.generate(std::move(p.args), key, [shared](const nlohmann::json* out, const std::string& error) {
-          if (out) shared->ok(Payload(*out));
+        router.generate(std::move(r.request), r.affinity_key, [shared](const RequestOutput* out, const std::string& error) {
+          if (out) shared->ok(Payload(output_to_json(*out)));
           else shared->fail(error);
         });
       },
       RunMode::inline_);
   server.on(
       rpc::kAbort,
-      [&router](Payload p, Responder& reply) { router.abort(p.args.at("rid").get<std::string>()), reply.ok(); },
+      [&router](Payload p, Responder& reply) { router.abort(abort_from_json(p.args)), reply.ok(); },
       RunMode::inline_);
   server.on(rpc::kAbortAll, [&router](Payload, Responder& reply) { router.abort_all(), reply.ok(); }, RunMode::inline_);
   server.on(rpc::kSuspend, [&router](Payload, Responder& reply) { router.suspend(), reply.ok(); }, RunMode::inline_);

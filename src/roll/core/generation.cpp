@@ -1,13 +1,12 @@
-#include "roll/engine/sampling_params.h"
+#include "roll/core/generation.h"
 
 #include <fmt/format.h>
 
 #include <cmath>
 
-#include "roll/config/schema.h"
 #include "roll/core/error.h"
 
-namespace roll::engine {
+namespace roll {
 
 void validate(const SamplingParams& p) {
   if (!std::isfinite(p.temperature) || p.temperature < 0)
@@ -22,20 +21,27 @@ void validate(const SamplingParams& p) {
     if (s.empty()) throw Error("stop strings must not be empty");
 }
 
-SamplingParams sampling_params_from(const config::GeneratingArguments& g, std::vector<int32_t> stop_token_ids) {
-  if (g.num_beams > 1) throw NotSupportedError(fmt::format("generating_args.num_beams = {} (beam search)", g.num_beams));
-  SamplingParams p;
-  p.temperature = g.do_sample ? g.temperature : 0.0;
-  p.top_p = g.top_p;
-  p.top_k = g.top_k;
-  p.repetition_penalty = g.repetition_penalty;
-  p.n = g.num_return_sequences;
-  p.max_new_tokens = g.max_new_tokens > 0 ? g.max_new_tokens : g.max_length;
-  p.stop_token_ids = std::move(stop_token_ids);
-  p.stop = g.stop_strings;
-  p.include_stop_str_in_output = g.include_stop_str_in_output.value_or(false);
-  validate(p);
-  return p;
+const char* to_string(FinishReason r) {
+  switch (r) {
+    case FinishReason::stop: return "stop";
+    case FinishReason::length: return "length";
+    case FinishReason::abort: return "abort";
+  }
+  return "?";
 }
 
-}  // namespace roll::engine
+FinishReason finish_reason_from(const std::string& name, const std::string& what) {
+  if (name == "stop") return FinishReason::stop;
+  if (name == "length") return FinishReason::length;
+  if (name == "abort") return FinishReason::abort;
+  throw Error(fmt::format("{}: unknown finish reason '{}' (stop, length or abort)", what, name));
+}
+
+RequestOutput aborted_output(const std::string& request_id, int64_t n) {
+  RequestOutput out;
+  out.request_id = request_id;
+  for (int64_t i = 0; i < n; ++i) out.samples.push_back(SampleOutput{{}, {}, FinishReason::abort, "", ""});
+  return out;
+}
+
+}  // namespace roll
