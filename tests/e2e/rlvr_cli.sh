@@ -50,6 +50,12 @@ for s in (0, 2):
 # against zero log-probs, before).
 for r in rows:
     assert r["metrics"]["actor/kl_loss"] == 0.0, (r["step"], r["metrics"]["actor/kl_loss"])
+# batch_balance before the actor's train step: the balanced per-rank token sums never spread wider
+# than the unbalanced blocks' (one rank here: both are the batch's token count).
+for r in rows:
+    g = {k.rsplit("/", 1)[1]: v for k, v in r["metrics"].items() if k.startswith("global_seqlen/actor_train/")}
+    assert set(g) >= {"min", "max", "minmax_diff", "balanced_min", "balanced_max", "mean"}, (r["step"], g)
+    assert g["min"] <= g["balanced_min"] <= g["balanced_max"] <= g["max"], (r["step"], g)
 print("A: metrics ok")
 PY
 

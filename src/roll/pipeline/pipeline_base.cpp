@@ -10,6 +10,7 @@
 #include "roll/core/error.h"
 #include "roll/core/log.h"
 #include "roll/core/progress.h"
+#include "roll/rl/balance.h"
 #include "roll/track/tracker.h"
 #include "roll/workers/metrics_json.h"
 #include "roll/workers/rpc_methods.h"
@@ -194,6 +195,23 @@ Metrics PipelineBase::compute_log_probs_and_values(Batch& batch) {
   return m;
 }
 
+namespace {
+
+// ROLL's batch_balance before the actor's train step (spec 3.8): the samples are reordered so that
+// each data-parallel rank's contiguous block carries about the same workload (24576·len + len²),
+// which keeps the ranks from waiting on the one with the longest sequences. Logs
+// global_seqlen/actor_train/*. A batch that does not split evenly over the ranks keeps its order.
+Batch balanced_for_train(const Batch& batch, int64_t dp_size, Metrics& m) {
+  if (dp_size < 1 || batch.size() % dp_size != 0) return batch;
+  const at::Tensor lens_t = batch.tensor("attention_mask").sum(1).to(at::kLong).contiguous();
+  const std::vector<int64_t> lens(lens_t.data_ptr<int64_t>(), lens_t.data_ptr<int64_t>() + lens_t.numel());
+  rl::BalanceResult r = rl::batch_balance(lens, dp_size, "global_seqlen/actor_train");
+  for (auto& [k, v] : r.metrics.reduce()) m[k] = v;
+  return batch.take(r.order);
+}
+
+}  // namespace
+
 Metrics PipelineBase::train(Batch& batch, int64_t step) {
   Metrics m;
   batch.meta["global_step"] = step;
@@ -205,9 +223,12 @@ Metrics PipelineBase::train(Batch& batch, int64_t step) {
     for (auto& [k, v] : workers::metrics_from_json(metrics, fmt::format("{}.{}", from, workers::rpc::kTrainStep)).reduce())
       m[k] = v;
   };
-  if (config().critic_warmup <= step)
-    merge(cluster("actor_train").call(workers::rpc::kTrainStep, runtime::Dispatch::dp_mp_compute, runtime::Payload(batch)).get(),
+  if (config().critic_warmup <= step) {
+    runtime::Cluster& actor = cluster("actor_train");
+    Batch balanced = balanced_for_train(batch, actor.world_size(), m);
+    merge(actor.call(workers::rpc::kTrainStep, runtime::Dispatch::dp_mp_compute, runtime::Payload(std::move(balanced))).get(),
           "actor_train");
+  }
   if (critic_f) merge(critic_f->get(), "critic");
   return m;
 }
