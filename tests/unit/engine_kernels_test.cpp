@@ -16,6 +16,7 @@
 #include "roll/model/model_init.h"
 #include "roll/model/transformer.h"
 
+using namespace roll;
 using namespace roll::engine;
 
 namespace {

@@ -7,6 +7,7 @@
 #include "roll/engine/block_allocator.h"
 #include "roll/engine/kv_cache_manager.h"
 
+using namespace roll;
 using namespace roll::engine;
 
 namespace {

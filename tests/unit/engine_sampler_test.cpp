@@ -8,6 +8,7 @@
 
 #include "roll/engine/sampler.h"
 
+using namespace roll;
 using namespace roll::engine;
 
 namespace {

@@ -6,6 +6,7 @@
 
 #include "roll/engine/scheduler.h"
 
+using namespace roll;
 using namespace roll::engine;
 
 namespace {

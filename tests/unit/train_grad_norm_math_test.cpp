@@ -5,23 +5,23 @@
 #include <cmath>
 #include <limits>
 
-#include "roll/rl/grad_norm.h"
+#include "roll/train/grad_norm.h"
 
-namespace roll::rl {
+namespace roll::train {
 namespace {
 
 at::Tensor vec(std::vector<float> v) { return at::tensor(v); }
 
 // fp32 norms of a few integers: the squares sum exactly, sqrt rounds once (ulp(7.5) = 4.8e-7) -> 1e-6..1e-5.
-TEST(RlGradNormBasic, SingleParameter) {
+TEST(TrainGradNormMathBasic, SingleParameter) {
   EXPECT_NEAR(total_grad_norm({vec({2, 4, 6})}), std::sqrt(56.0), 1e-5);
 }
 
-TEST(RlGradNormBasic, MultipleParameters) {
+TEST(TrainGradNormMathBasic, MultipleParameters) {
   EXPECT_NEAR(total_grad_norm({vec({1, 0}), vec({0, 1})}), std::sqrt(2.0), 1e-6);
 }
 
-TEST(RlGradNormBasic, ThroughAutograd) {
+TEST(TrainGradNormMathBasic, ThroughAutograd) {
   at::Tensor w1 = vec({1, 2}).set_requires_grad(true);
   at::Tensor w2 = vec({3}).set_requires_grad(true);
   (w1.pow(2).sum() + w2.pow(2).sum()).backward();
@@ -30,7 +30,7 @@ TEST(RlGradNormBasic, ThroughAutograd) {
   EXPECT_NEAR(total_grad_norm({w1.grad(), w2.grad()}), std::sqrt(56.0), 1e-5);
 }
 
-TEST(RlGradNormClip, ScalesToMaxNorm) {
+TEST(TrainGradNormMathClip, ScalesToMaxNorm) {
   std::vector<at::Tensor> g{vec({3, 4})};
   double norm = clip_grad_norm(g, 2.5);
   EXPECT_NEAR(norm, 5.0, 1e-6);
@@ -40,7 +40,7 @@ TEST(RlGradNormClip, ScalesToMaxNorm) {
   EXPECT_DOUBLE_EQ(clip_coefficient(1.0, 2.5), 1.0);
 }
 
-TEST(RlGradNormEdge, ZeroNoneAndMixedGradients) {
+TEST(TrainGradNormMathEdge, ZeroNoneAndMixedGradients) {
   std::vector<at::Tensor> zero{at::zeros({3})};
   EXPECT_DOUBLE_EQ(clip_grad_norm(zero, 1.0), 0.0);
   std::vector<at::Tensor> none{at::Tensor()};
@@ -49,7 +49,7 @@ TEST(RlGradNormEdge, ZeroNoneAndMixedGradients) {
   EXPECT_NEAR(total_grad_norm({vec({3, 4}), at::Tensor()}), 5.0, 1e-6);
 }
 
-TEST(RlGradNormEdge, NonFiniteNormSkipsTheStepAndLeavesGradients) {
+TEST(TrainGradNormMathEdge, NonFiniteNormSkipsTheStepAndLeavesGradients) {
   std::vector<at::Tensor> g{vec({1, std::numeric_limits<float>::infinity()})};
   double norm = clip_grad_norm(g, 1.0);
   EXPECT_FALSE(is_finite_norm(norm));
@@ -60,4 +60,4 @@ TEST(RlGradNormEdge, NonFiniteNormSkipsTheStepAndLeavesGradients) {
 }
 
 }  // namespace
-}  // namespace roll::rl
+}  // namespace roll::train

@@ -3,7 +3,7 @@
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
-#include "roll/rl/grad_norm.h"
+#include "roll/train/grad_norm.h"
 #include "roll/train/strategy.h"
 #include "train_test_util.h"
 
@@ -51,7 +51,7 @@ TEST(TrainGradNorm, BelowTheMaximumNothingIsClippedAndNormMatchesRl) {
   auto grads = s.reduced_gradients();
   std::vector<at::Tensor> g;
   for (auto& [n, t] : grads) g.push_back(t);
-  const double want = rl::total_grad_norm(g);
+  const double want = train::total_grad_norm(g);
   auto st = s.step();
   // fp32 norms of the same 1.3e5 gradients grouped otherwise (per tensor, per flat buffer): a SIMD
   // accumulator sums ~n/32 ≈ 4e3 squares, sqrt(4e3)·eps ≈ 8e-6 on the squares, 4e-6 on each norm -> 1e-5.

@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "roll/agentic/env_rng.h"
+#include "roll/core/rng.h"
 #include "roll/config/node_json.h"
 #include "roll/core/error.h"
 
@@ -22,7 +22,7 @@ std::vector<EnvSlot> env_slots(const config::EnvManagerConfig& m, int64_t config
     throw ConfigError("num_groups_partition", fmt::format("sums to {} but num_env_groups is {}", group_tags.size(),
                                                           m.num_env_groups));
   // One stream per fleet, drawn in group order (ROLL: random.randint(0, 2**31 - 1) per group).
-  EnvRng rng(static_cast<uint64_t>(config_seed) * 2 + (val ? 1 : 0));
+  SeededRng rng(static_cast<uint64_t>(config_seed) * 2 + (val ? 1 : 0));
   std::vector<uint64_t> group_seeds;
   for (int64_t g = 0; g < m.num_env_groups; ++g) group_seeds.push_back(rng.below(uint64_t{1} << 31));
   std::vector<EnvSlot> out;

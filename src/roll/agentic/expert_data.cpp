@@ -6,7 +6,7 @@
 
 #include "roll/agentic/env.h"
 #include "roll/agentic/env_layout.h"
-#include "roll/agentic/env_rng.h"
+#include "roll/core/rng.h"
 #include "roll/agentic/expert_policy.h"
 #include "roll/core/error.h"
 
@@ -37,7 +37,7 @@ std::vector<nlohmann::ordered_json> expert_conversations(const EnvSpec& spec, co
   auto env = make_env(spec.env_type, spec.env_config);
   const auto names = action_names(*env);
   if (names.empty()) throw Error(fmt::format("expert data: env_type '{}' ({}) has no expert policy", spec.env_type, spec.tag));
-  EnvRng rng(o.seed * 0x9E3779B97F4A7C15ull + 17);
+  SeededRng rng(o.seed * 0x9E3779B97F4A7C15ull + 17);
   std::vector<nlohmann::ordered_json> rows;
   rows.reserve(static_cast<size_t>(std::max<int64_t>(0, o.n)));
   const bool per_turn = is_step_env_manager(spec);

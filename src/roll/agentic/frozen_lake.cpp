@@ -61,7 +61,7 @@ FrozenLake::FrozenLake(FrozenLakeConfig config)
       parser_(config_.action_pattern, {{Left, "Left"}, {Down, "Down"}, {Right, "Right"}, {Up, "Up"}}) {}
 
 EnvReset FrozenLake::reset(uint64_t seed) {
-  EnvRng rng(seed);
+  SeededRng rng(seed);
   const int n = config_.size;
   // Resample until a path from S to G avoids every hole (spec 6.6).
   for (;;) {

@@ -7,7 +7,7 @@
 
 #include "roll/agentic/action_parser.h"
 #include "roll/agentic/env.h"
-#include "roll/agentic/env_rng.h"
+#include "roll/core/rng.h"
 
 namespace roll::agentic {
 

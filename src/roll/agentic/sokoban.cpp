@@ -134,7 +134,7 @@ SokobanConfig SokobanConfig::from_json(const nlohmann::ordered_json& j) {
 Sokoban::Sokoban(SokobanConfig config)
     : config_(std::move(config)), parser_(config_.action_pattern, {{Up, "Up"}, {Down, "Down"}, {Left, "Left"}, {Right, "Right"}}) {}
 
-bool Sokoban::generate(EnvRng& rng) {
+bool Sokoban::generate(SeededRng& rng) {
   const int R = config_.rows, C = config_.cols;
   const int num_steps = static_cast<int>(1.7 * (R + C));
   for (int attempt = 0; attempt < 4; ++attempt) {
@@ -194,7 +194,7 @@ EnvReset Sokoban::reset(uint64_t seed) {
   // A generation failure (score 0 after 4 rooms) draws a new stream, as ROLL reseeds and retries.
   uint64_t s = seed;
   for (int tries = 0;; ++tries) {
-    EnvRng rng(s);
+    SeededRng rng(s);
     if (generate(rng)) {
       // (4) ROLL's extra random player walk (no pushes, no revisits) so the player does not always
       // start next to the last pulled box.

@@ -8,7 +8,7 @@
 
 #include "roll/agentic/action_parser.h"
 #include "roll/agentic/env.h"
-#include "roll/agentic/env_rng.h"
+#include "roll/core/rng.h"
 
 namespace roll::agentic {
 
@@ -55,7 +55,7 @@ class Sokoban : public Env {
 
  private:
   int count_boxes_on_target() const;
-  bool generate(EnvRng& rng);
+  bool generate(SeededRng& rng);
 
   SokobanConfig config_;
   ActionParser parser_;

@@ -108,18 +108,18 @@ constexpr KeyEntry kRegistry[] = {
     ignored("DataArguments.cutoff_len", "lengths are bounded by prompt_length and sequence_length"),
 
     // GeneratingArguments
-    consumed("GeneratingArguments.do_sample", "src/roll/engine/sampling_params.cpp"),
-    consumed("GeneratingArguments.temperature", "src/roll/engine/sampling_params.cpp"),
-    consumed("GeneratingArguments.top_p", "src/roll/engine/sampling_params.cpp"),
-    consumed("GeneratingArguments.top_k", "src/roll/engine/sampling_params.cpp"),
-    consumed("GeneratingArguments.num_beams", "src/roll/engine/sampling_params.cpp"),  // > 1 is refused
-    consumed("GeneratingArguments.max_length", "src/roll/engine/sampling_params.cpp"),
-    consumed("GeneratingArguments.max_new_tokens", "src/roll/engine/sampling_params.cpp"),
-    consumed("GeneratingArguments.repetition_penalty", "src/roll/engine/sampling_params.cpp"),
+    consumed("GeneratingArguments.do_sample", "src/roll/config/sampling_params.cpp"),
+    consumed("GeneratingArguments.temperature", "src/roll/config/sampling_params.cpp"),
+    consumed("GeneratingArguments.top_p", "src/roll/config/sampling_params.cpp"),
+    consumed("GeneratingArguments.top_k", "src/roll/config/sampling_params.cpp"),
+    consumed("GeneratingArguments.num_beams", "src/roll/config/sampling_params.cpp"),  // > 1 is refused
+    consumed("GeneratingArguments.max_length", "src/roll/config/sampling_params.cpp"),
+    consumed("GeneratingArguments.max_new_tokens", "src/roll/config/sampling_params.cpp"),
+    consumed("GeneratingArguments.repetition_penalty", "src/roll/config/sampling_params.cpp"),
     ignored("GeneratingArguments.length_penalty", "applies to beam search, which is refused (num_beams > 1)"),
-    consumed("GeneratingArguments.num_return_sequences", "src/roll/engine/sampling_params.cpp"),
-    consumed("GeneratingArguments.stop_strings", "src/roll/engine/sampling_params.cpp"),
-    consumed("GeneratingArguments.include_stop_str_in_output", "src/roll/engine/sampling_params.cpp"),
+    consumed("GeneratingArguments.num_return_sequences", "src/roll/config/sampling_params.cpp"),
+    consumed("GeneratingArguments.stop_strings", "src/roll/config/sampling_params.cpp"),
+    consumed("GeneratingArguments.include_stop_str_in_output", "src/roll/config/sampling_params.cpp"),
     ignored("GeneratingArguments.logprobs", "the engine always returns the sampled tokens' log-probabilities"),
 
     // StrategyArguments

@@ -3,22 +3,14 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "roll/core/rng.h"
+
 namespace roll::engine {
 
-namespace {
-// splitmix64 finaliser: cheap and well mixed, so chained block hashes spread over 64 bits.
-uint64_t mix(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
-}  // namespace
-
 BlockHash hash_block(BlockHash parent, std::span<const int32_t> tokens) {
-  uint64_t h = mix(parent ^ 0x6a09e667f3bcc908ull);
-  for (int32_t t : tokens) h = mix(h ^ static_cast<uint32_t>(t));
-  return mix(h ^ tokens.size());
+  uint64_t h = splitmix64(parent ^ 0x6a09e667f3bcc908ull);
+  for (int32_t t : tokens) h = splitmix64(h ^ static_cast<uint32_t>(t));
+  return splitmix64(h ^ tokens.size());
 }
 
 BlockAllocator::BlockAllocator(int32_t num_blocks)

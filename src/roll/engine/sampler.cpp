@@ -1,8 +1,5 @@
 #include "roll/engine/sampler.h"
 
-#include "roll/core/parallel_for.h"
-#include "roll/engine/cpu_kernels.h"
-
 #include <ATen/ATen.h>
 
 #include <algorithm>
@@ -10,16 +7,13 @@
 #include <cmath>
 #include <numeric>
 
+#include "roll/core/parallel_for.h"
+#include "roll/core/rng.h"
+#include "roll/engine/cpu_kernels.h"
+
 namespace roll::engine {
 
 namespace {
-
-uint64_t mix(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
 
 struct Scratch {
   std::vector<float> work, terms;
@@ -113,7 +107,7 @@ int32_t sample_row(const float* w, int64_t V, const SamplingParams& p, double u,
 }  // namespace
 
 double sample_uniform(uint64_t seed, int64_t sample_index, int64_t position) {
-  const uint64_t h = mix(mix(mix(seed) ^ static_cast<uint64_t>(sample_index)) ^ static_cast<uint64_t>(position));
+  const uint64_t h = splitmix64(splitmix64(splitmix64(seed) ^ static_cast<uint64_t>(sample_index)) ^ static_cast<uint64_t>(position));
   return static_cast<double>(h >> 11) * 0x1.0p-53;
 }
 

@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include "roll/core/error.h"
+#include "roll/core/html_escape.h"
 #include "roll/model/jinja_json.h"
 #include "roll/model/jinja_ops.h"
 #include "roll/model/jinja_python.h"
@@ -234,7 +235,7 @@ Value f_float(const Value& v, const CallArgs& a) {
 Value f_list(const Value& v, const CallArgs&) { return Value::list(iterate(v)); }
 Value f_safe(const Value& v, const CallArgs&) { return v.is_safe() ? v : Value::safe_string(to_str(v)); }
 Value f_escape(const Value& v, const CallArgs&) {
-  return v.is_safe() ? v : Value::safe_string(py::html_escape(to_str(v)));
+  return v.is_safe() ? v : Value::safe_string(roll::html_escape(to_str(v)));
 }
 
 Value min_max(const Value& v, const CallArgs& a, bool want_max) {

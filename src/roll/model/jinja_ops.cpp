@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "roll/core/error.h"
+#include "roll/core/html_escape.h"
 #include "roll/model/jinja_builtins.h"
 #include "roll/model/jinja_python.h"
 
@@ -117,7 +118,7 @@ Value binary_op(BinaryExpr::Op op, const Value& a, const Value& b) {
       if (a.is_string() && b.is_string()) {
         if (!a.is_safe() && !b.is_safe()) return Value(a.as_string() + b.as_string());
         // Markup + str escapes the plain side (markupsafe's __add__/__radd__).
-        auto side = [](const Value& v) { return v.is_safe() ? v.as_string() : py::html_escape(v.as_string()); };
+        auto side = [](const Value& v) { return v.is_safe() ? v.as_string() : roll::html_escape(v.as_string()); };
         return Value::safe_string(side(a) + side(b));
       }
       if (a.is_list() && b.is_list()) {

@@ -39,7 +39,6 @@ bool all_cased_are(std::string_view s, bool lower_case);
 std::vector<std::int64_t> slice_indices(std::int64_t length, std::optional<std::int64_t> start,
                                         std::optional<std::int64_t> stop, std::optional<std::int64_t> step);
 
-std::string html_escape(std::string_view s);  // markupsafe.escape: & < > " '
 std::string repr_str(std::string_view s);  // repr() of a str: quotes and escapes as Python picks them
 std::string repr_float(double d);          // repr() of a float: shortest round-trip digits
 // Floor division and modulo with Python's signs; division by zero is a roll::Error.

@@ -17,7 +17,7 @@ DatasetIterator::DatasetIterator(int64_t size, int64_t seed) : size_(size), seed
 std::vector<int64_t> DatasetIterator::epoch_order(int64_t size, int64_t seed, int64_t epoch) {
   std::vector<int64_t> order(static_cast<size_t>(size));
   std::iota(order.begin(), order.end(), int64_t{0});
-  agentic::EnvRng rng(static_cast<uint64_t>(seed + epoch));
+  SeededRng rng(static_cast<uint64_t>(seed + epoch));
   shuffle_in_place(order, rng);
   return order;
 }

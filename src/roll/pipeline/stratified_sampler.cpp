@@ -63,7 +63,7 @@ BatchStratifiedSampler::BatchStratifiedSampler(const std::vector<std::string>& d
 }
 
 std::vector<std::vector<int64_t>> BatchStratifiedSampler::batches(uint64_t seed) const {
-  agentic::EnvRng rng(seed);
+  SeededRng rng(seed);
   // Each domain's indices shuffled, then tiled to the rows the epoch needs.
   std::vector<std::vector<int64_t>> extended(domain_indices_.size());
   for (size_t d = 0; d < domain_indices_.size(); ++d) {

@@ -4,7 +4,7 @@
 #include <fstream>
 #include <set>
 
-#include "roll/agentic/env_rng.h"
+#include "roll/core/rng.h"
 #include "roll/core/error.h"
 #include "roll/pipeline/synthetic_data.h"
 
@@ -13,7 +13,7 @@ namespace {
 
 constexpr int kMaxDigits = 9;  // products of two 9-digit numbers still fit in int64
 
-int64_t operand(agentic::EnvRng& rng, int digits) {
+int64_t operand(SeededRng& rng, int digits) {
   const int k = 1 + static_cast<int>(rng.below(static_cast<uint64_t>(digits)));
   if (k == 1) return static_cast<int64_t>(rng.below(10));
   int64_t lo = 1;
@@ -43,7 +43,7 @@ std::vector<nlohmann::ordered_json> arithmetic_rows(const SyntheticDataOptions& 
   if (o.digits < 1 || o.digits > kMaxDigits)
     throw Error(fmt::format("--digits must be in 1..{}, got {}", kMaxDigits, o.digits));
   static const char* const kPhrasings[] = {"What is {}?", "Compute {}.", "Calculate the value of {}."};
-  agentic::EnvRng rng(o.seed);
+  SeededRng rng(o.seed);
   std::vector<nlohmann::ordered_json> rows;
   std::set<std::string> seen;
   const int64_t max_draws = 100 * o.n + 10000;

@@ -7,16 +7,13 @@
 #include <fstream>
 
 #include "roll/core/error.h"
-#include "roll/model/jinja_python.h"
+#include "roll/core/html_escape.h"
 #include "roll/track/report_gnuplot.h"
 
 namespace roll::track {
 namespace fs = std::filesystem;
 
 namespace {
-
-// markupsafe.escape, which the chat templates' jinja already has: & < > " '
-std::string escape(const std::string& s) { return model::jinja::py::html_escape(s); }
 
 std::string number(double v) { return fmt::format("{:.4g}", v); }
 
@@ -32,7 +29,7 @@ img{max-width:100%;border:1px solid #ddd}.muted{color:#777;font-size:90%}code{fo
 std::string page(const std::string& title, const std::string& body) {
   return fmt::format("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>{}</title>\n"
                      "<style>\n{}\n</style>\n</head>\n<body>\n{}</body>\n</html>\n",
-                     escape(title), kStyle, body);
+                     html_escape(title), kStyle, body);
 }
 
 void write_file(const fs::path& path, const std::string& text) {
@@ -57,7 +54,7 @@ std::string report_html(const RunMetrics& run, const std::vector<Chart>& charts,
     }
   std::string b = fmt::format("<h1>{}{}</h1>\n<p class=\"muted\">run <code>{}</code>: {} logged steps (steps {} to {}), "
                               "{} metrics{}</p>\n",
-                              exp.empty() ? "" : escape(exp) + " &mdash; ", escape(name), escape(run.dir), run.steps,
+                              exp.empty() ? "" : html_escape(exp) + " &mdash; ", html_escape(name), html_escape(run.dir), run.steps,
                               first, last, run.series.size(),
                               run.skipped_truncated ? "; an unfinished last line was skipped" : "");
 
@@ -69,7 +66,7 @@ std::string report_html(const RunMetrics& run, const std::vector<Chart>& charts,
     for (const SummaryRow& r : rows)
       b += fmt::format("<tr><td><code>{}</code></td><td class=\"num\">{}</td><td class=\"num\">{}</td>"
                        "<td class=\"num\">{}</td><td class=\"num\">{}</td></tr>\n",
-                       escape(r.metric), point(r.first), point(r.last), r.best ? point(*r.best) : "&ndash;", r.points);
+                       html_escape(r.metric), point(r.first), point(r.last), r.best ? point(*r.best) : "&ndash;", r.points);
     b += "</table>\n";
   }
 
@@ -78,13 +75,13 @@ std::string report_html(const RunMetrics& run, const std::vector<Chart>& charts,
   for (const ChartSpec& spec : report_chart_specs()) {
     auto it = std::find_if(charts.begin(), charts.end(), [&](const Chart& c) { return c.spec == &spec; });
     if (it == charts.end()) {
-      absent.push_back(escape(spec.title));
+      absent.push_back(html_escape(spec.title));
       continue;
     }
     std::string names;
-    for (const std::string& m : it->metrics) names += (names.empty() ? "" : ", ") + ("<code>" + escape(m) + "</code>");
+    for (const std::string& m : it->metrics) names += (names.empty() ? "" : ", ") + ("<code>" + html_escape(m) + "</code>");
     b += fmt::format("<h3>{}</h3>\n<img src=\"{}.png\" alt=\"{}\" width=\"900\" height=\"420\">\n<p class=\"muted\">{}</p>\n",
-                     escape(spec.title), escape(spec.id), escape(spec.title), names);
+                     html_escape(spec.title), html_escape(spec.id), html_escape(spec.title), names);
   }
   if (!absent.empty()) {
     std::string list;
@@ -100,7 +97,7 @@ std::string report_html(const RunMetrics& run, const std::vector<Chart>& charts,
                      "<tr><th>name</th><th>value</th></tr>\n",
                      run.hparams.size());
     for (const auto& [k, v] : run.hparams.items())
-      b += fmt::format("<tr><td><code>{}</code></td><td>{}</td></tr>\n", escape(k), escape(hparam_text(v)));
+      b += fmt::format("<tr><td><code>{}</code></td><td>{}</td></tr>\n", html_escape(k), html_escape(hparam_text(v)));
     b += "</table>\n</details>\n";
   }
   b += "<p class=\"muted\">Written by <code>roll report</code>; charts.gp redraws the charts with gnuplot.</p>\n";
@@ -137,11 +134,11 @@ std::vector<ReportResult> write_reports(const std::string& root, std::string* ro
   std::vector<ReportResult> results;
   for (const std::string& dir : find_run_dirs(root)) results.push_back(write_run_report(dir));
   if (results.size() > 1) {
-    std::string b = fmt::format("<h1>Runs under {}</h1>\n<ul>\n", escape(root));
+    std::string b = fmt::format("<h1>Runs under {}</h1>\n<ul>\n", html_escape(root));
     for (const ReportResult& r : results) {
       const std::string rel = fs::relative(r.index_html, fs::path(root) / "report").generic_string();
-      b += fmt::format("<li><a href=\"{}\">{}</a></li>\n", escape(rel),
-                       escape(fs::relative(r.run_dir, root).generic_string()));
+      b += fmt::format("<li><a href=\"{}\">{}</a></li>\n", html_escape(rel),
+                       html_escape(fs::relative(r.run_dir, root).generic_string()));
     }
     b += "</ul>\n";
     const fs::path out = fs::path(root) / "report";

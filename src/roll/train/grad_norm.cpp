@@ -1,13 +1,13 @@
-#include "roll/rl/grad_norm.h"
+#include "roll/train/grad_norm.h"
 
 #include <ATen/ATen.h>
 
 #include <algorithm>
 #include <cmath>
 
-namespace roll::rl {
+namespace roll::train {
 
-double total_grad_norm(const std::vector<at::Tensor>& grads) {
+double squared_norm_sum(const std::vector<at::Tensor>& grads) {
   double sq = 0.0;
   for (const at::Tensor& g : grads) {
     if (!g.defined()) continue;
@@ -15,8 +15,10 @@ double total_grad_norm(const std::vector<at::Tensor>& grads) {
     double v = n.item<double>();
     sq += v * v;
   }
-  return std::sqrt(sq);
+  return sq;
 }
+
+double total_grad_norm(const std::vector<at::Tensor>& grads) { return std::sqrt(squared_norm_sum(grads)); }
 
 double clip_coefficient(double total_norm, double max_norm) {
   return std::min(1.0, max_norm / (total_norm + 1e-6));
@@ -34,4 +36,4 @@ double clip_grad_norm(std::vector<at::Tensor>& grads, double max_norm) {
 
 bool is_finite_norm(double norm) { return std::isfinite(norm); }
 
-}  // namespace roll::rl
+}  // namespace roll::train

@@ -5,8 +5,11 @@
 
 #include <vector>
 
-namespace roll::rl {
+namespace roll::train {
 
+// Σ_g ||g||² over the defined tensors, each norm in fp32 or wider, summed in double: what ranks
+// holding chunks of the gradient all-reduce before the square root.
+double squared_norm_sum(const std::vector<at::Tensor>& grads);
 // sqrt(Σ_g ||g||²) over the defined tensors (undefined ones, i.e. parameters without a gradient, are
 // skipped; none at all gives 0). Accumulated in fp32 or wider.
 double total_grad_norm(const std::vector<at::Tensor>& grads);
@@ -17,4 +20,4 @@ double clip_coefficient(double total_norm, double max_norm);
 double clip_grad_norm(std::vector<at::Tensor>& grads, double max_norm);
 bool is_finite_norm(double norm);
 
-}  // namespace roll::rl
+}  // namespace roll::train

@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "roll/train/grad_norm.h"
 #include "roll/train/strategy_impl.h"
 
 namespace roll::train {
@@ -37,14 +38,11 @@ StepStats TrainStrategy::step() {
   }
   s.wait_all();
 
-  // Total L2 norm (torch.nn.utils.clip_grad_norm_): per-buffer fp32 norms summed in double. At
-  // stages 0/1 every rank holds the whole reduced gradient; from stage 2 each holds a chunk.
-  double sq = 0.0;
-  for (size_t u = 0; u < s.units.size(); ++u) {
-    const at::Tensor g = s.stage <= 1 ? s.units[u].grad : s.own_grad(u);
-    const double n = g.norm().item<double>();
-    sq += n * n;
-  }
+  // Total L2 norm (torch.nn.utils.clip_grad_norm_). At stages 0/1 every rank holds the whole
+  // reduced gradient; from stage 2 each holds a chunk and the squared norms are summed over ranks.
+  std::vector<at::Tensor> grads;
+  for (size_t u = 0; u < s.units.size(); ++u) grads.push_back(s.stage <= 1 ? s.units[u].grad : s.own_grad(u));
+  double sq = squared_norm_sum(grads);
   if (s.stage >= 2 && s.grads_pg) {
     at::Tensor t = at::full({1}, sq, at::TensorOptions().dtype(at::kDouble));
     s.grads_pg->all_reduce(t);
@@ -52,10 +50,10 @@ StepStats TrainStrategy::step() {
   }
   st.grad_norm = std::sqrt(sq);
   st.lr = s.schedule.lr(s.global_step);
-  st.skipped = !std::isfinite(st.grad_norm);
+  st.skipped = !is_finite_norm(st.grad_norm);
   if (!st.skipped) {
     if (s.opt.max_grad_norm > 0) {
-      const double coef = std::min(1.0, s.opt.max_grad_norm / (st.grad_norm + 1e-6));
+      const double coef = clip_coefficient(st.grad_norm, s.opt.max_grad_norm);
       if (coef < 1.0)
         for (size_t u = 0; u < s.units.size(); ++u) s.own_grad(u).mul_(coef);
     }
