@@ -15,7 +15,7 @@
 #include "roll/model/model_init.h"
 #include "roll/model/tokenizer.h"
 #include "roll/pipeline/sft_data.h"
-#include "roll/workers/sft_role.h"
+#include "roll/workers/sft_trainer.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;

@@ -1,4 +1,4 @@
-// ActorTrainer and ReferenceRole against independent single-process references: plain model
+// ActorTrainer and ReferenceModel against independent single-process references: plain model
 // forward over full logits with autograd, the rl:: loss functions called directly, and the
 // micro-batch plan, the global normalisers, the ℓ_old cache, the data-parallel sum and the
 // optimizer written out by hand here.
@@ -13,9 +13,9 @@
 #include "roll/rl/train_infer.h"
 #include "roll/train/checkpoint.h"
 #include "roll/train/strategy.h"
-#include "roll/workers/actor_role.h"
+#include "roll/workers/actor_trainer.h"
 #include "roll/workers/loss_params_from_config.h"
-#include "roll/workers/reference_role.h"
+#include "roll/workers/reference_model.h"
 #include "workers_test_util.h"
 
 using namespace roll;
@@ -441,7 +441,7 @@ TEST(WorkersActorReference, LogProbsEqualTheModelsAndOnlyForwardStrategiesAreAcc
   p.reference.infer_batch_size = 5;
   for (const char* strategy : {"hf_infer", "megatron_infer"}) {
     p.reference.strategy_args = config::StrategyArguments{strategy, nullptr};
-    workers::ReferenceRole ref(p, p.reference, dir);
+    workers::ReferenceModel ref(p, p.reference, dir);
     const Batch out = ref.compute_log_probs(batch);
     const at::Tensor m = batch.tensor("response_mask").slice(1, 1, kWorkerSeq).to(at::kFloat);
     at::NoGradGuard no_grad;
@@ -453,7 +453,7 @@ TEST(WorkersActorReference, LogProbsEqualTheModelsAndOnlyForwardStrategiesAreAcc
   }
   p.reference.strategy_args = config::StrategyArguments{"vllm", nullptr};
   try {
-    workers::ReferenceRole bad(p, p.reference, dir);
+    workers::ReferenceModel bad(p, p.reference, dir);
     ADD_FAILURE() << "vllm was accepted for reference log-probs";
   } catch (const ConfigError& e) {
     EXPECT_EQ(e.key(), "reference.strategy_args.strategy_name");

@@ -9,7 +9,7 @@
 #include "roll/core/error.h"
 #include "roll/rl/critic_loss.h"
 #include "roll/train/strategy.h"
-#include "roll/workers/critic_role.h"
+#include "roll/workers/critic_trainer.h"
 #include "workers_test_util.h"
 
 using namespace roll;

@@ -10,7 +10,7 @@
 #include "multiprocess.h"
 #include "roll/core/error.h"
 #include "roll/train/strategy.h"
-#include "roll/workers/sft_role.h"
+#include "roll/workers/sft_trainer.h"
 #include "workers_test_util.h"
 
 using namespace roll;

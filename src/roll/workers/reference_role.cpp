@@ -1,53 +1,33 @@
-#include "roll/workers/reference_role.h"
-
-#include <ATen/ATen.h>
-#include <fmt/format.h>
-
-#include <algorithm>
-
-#include "roll/core/error.h"
-#include "roll/workers/forward_batches.h"
-#include "roll/workers/trim_padding.h"
-#include "roll/workers/role_model.h"
+// The reference role (spec 1.2): a ReferenceModel's log-probs behind the RPC server.
+// The methods it binds, and their payloads, are in rpc_methods.h.
+#include "roll/workers/reference_model.h"
+#include "roll/workers/register_roles.h"
+#include "roll/workers/role_config.h"
+#include "roll/workers/trainer_binding.h"
 
 namespace roll::workers {
 namespace {
 
-constexpr const char* kForwardOnly[] = {"hf_infer",       "megatron_infer", "fsdp2_infer",    "deepspeed_infer",
-                                        "megatron_train", "fsdp2_train",    "deepspeed_train"};
+using runtime::Payload;
+
+class ReferenceRole : public runtime::Role {
+ public:
+  explicit ReferenceRole(runtime::WorkerContext& ctx)
+      : reference_(pipeline_of(ctx), worker_config_of(pipeline_of(ctx), ctx.cluster), model_dir_of(ctx)) {}
+
+  void bind(runtime::RpcServer& s) override {
+    s.on_call(rpc::kComputeLogProbs,
+              [this](Payload p) { return Payload(reference_.compute_log_probs(need_batch(p, rpc::kComputeLogProbs))); });
+  }
+
+ private:
+  ReferenceModel reference_;
+};
 
 }  // namespace
 
-ReferenceRole::ReferenceRole(const config::PipelineConfig& pipeline, const config::WorkerConfig& reference,
-                             const std::string& model_dir)
-    : name_(role_name(reference, "reference")), infer_batch_size_(reference.infer_batch_size) {
-  const std::string strategy = reference.strategy_args ? reference.strategy_args->strategy_name : "hf_infer";
-  if (std::find(std::begin(kForwardOnly), std::end(kForwardOnly), strategy) == std::end(kForwardOnly))
-    throw ConfigError(name_ + ".strategy_args.strategy_name",
-                      fmt::format("{}.strategy_args.strategy_name '{}' cannot serve reference log-probs; use "
-                                  "hf_infer, megatron_infer, fsdp2_infer or deepspeed_infer",
-                                  name_, strategy));
-  model_ = load_role_model(model_dir, reference, name_);
-  model_->set_requires_grad(false);
+void register_reference_role() {
+  runtime::register_role("reference", [](runtime::WorkerContext& c) { return std::make_unique<ReferenceRole>(c); });
 }
-
-ReferenceRole::~ReferenceRole() = default;
-
-Batch ReferenceRole::compute_log_probs(const Batch& batch) {
-  return forward_log_probs(
-      batch, infer_batch_size_,
-      [&](const ForwardInputs& in) {
-        return log_probs_on_used_columns(
-            [&](const at::Tensor& ids, const at::Tensor& mask, const at::Tensor& pos, const at::Tensor&) {
-              return model_->token_log_probs(ids, mask, pos, /*with_entropy=*/true, /*gradient_checkpointing=*/false,
-                                             lm_head_chunk_tokens(model_->config()));
-            },
-            in.input_ids, in.attention_mask, in.position_ids);
-      },
-      name_);
-}
-
-const std::string& ReferenceRole::name() const { return name_; }
-model::Transformer& ReferenceRole::model() { return *model_; }
 
 }  // namespace roll::workers

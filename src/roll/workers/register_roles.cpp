@@ -5,7 +5,10 @@ namespace roll::workers {
 void register_builtin_roles() {
   register_infer_role();
   register_reward_role();
-  register_train_roles();
+  register_actor_train_role();
+  register_critic_role();
+  register_reference_role();
+  register_sft_train_role();
   register_env_role();
 }
 

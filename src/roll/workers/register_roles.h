@@ -8,7 +8,10 @@ void register_builtin_roles();
 // One per role file.
 void register_infer_role();
 void register_reward_role();
-void register_train_roles();
+void register_actor_train_role();
+void register_critic_role();
+void register_reference_role();
+void register_sft_train_role();
 void register_env_role();
 
 }  // namespace roll::workers

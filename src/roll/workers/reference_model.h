@@ -16,13 +16,13 @@ class Transformer;
 
 namespace roll::workers {
 
-class ReferenceRole {
+class ReferenceModel {
  public:
   // Loads `model_dir` in reference.model_args.dtype. A strategy_name outside the list above is a
   // ConfigError naming <role>.strategy_args.strategy_name.
-  ReferenceRole(const config::PipelineConfig& pipeline, const config::WorkerConfig& reference,
+  ReferenceModel(const config::PipelineConfig& pipeline, const config::WorkerConfig& reference,
                 const std::string& model_dir);
-  ~ReferenceRole();
+  ~ReferenceModel();
 
   // No grad, in infer_batch_size micro-batches: log_probs and entropy [B, S-1] × response_mask[:, 1:]
   // (the pipeline renames log_probs to ref_log_probs, as ROLL).

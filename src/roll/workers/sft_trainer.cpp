@@ -1,4 +1,4 @@
-#include "roll/workers/sft_role.h"
+#include "roll/workers/sft_trainer.h"
 
 #include <ATen/ATen.h>
 #include <fmt/format.h>

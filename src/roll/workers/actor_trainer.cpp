@@ -1,4 +1,4 @@
-#include "roll/workers/actor_role.h"
+#include "roll/workers/actor_trainer.h"
 
 #include <ATen/ATen.h>
 #include <fmt/format.h>
