@@ -14,7 +14,7 @@
 #include "roll/core/log.h"
 #include "roll/pipeline/agentic_rewards.h"
 #include "roll/pipeline/batch_adjust.h"
-#include "roll/pipeline/rlvr_metrics.h"
+#include "roll/pipeline/step_advantages.h"
 #include "roll/pipeline/rollout_batch.h"
 #include "roll/rl/advantage.h"
 #include "roll/rl/agentic_reward.h"

@@ -12,7 +12,6 @@
 #include "roll/model/tokenizer.h"
 #include "roll/pipeline/prompt_filter.h"
 #include "roll/pipeline/rlvr_data.h"
-#include "roll/pipeline/rlvr_metrics.h"
 #include "roll/pipeline/rollout_batch.h"
 #include "roll/pipeline/streaming_rollout.h"
 #include "roll/runtime/cluster.h"

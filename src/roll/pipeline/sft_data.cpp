@@ -14,7 +14,7 @@
 #include "roll/model/stop_tokens.h"
 #include "roll/model/tokenizer.h"
 #include "roll/pipeline/prompt_dataset.h"
-#include "roll/workers/sft_role.h"
+#include "roll/workers/sft_trainer.h"
 
 namespace roll::pipeline {
 namespace {

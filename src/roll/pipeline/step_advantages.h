@@ -1,8 +1,7 @@
 #pragma once
-// The RLVR step's per-domain math (spec 4.3 step 9: sample mask -> reward postprocess -> token
-// reward -> advantage, with the domain's metrics) and the step's data metrics (spec 4.4), over the
-// rl/ functions.
-#include <map>
+// The step maths from scores to advantages, over the rl/ functions: RLVR's per domain (sample mask
+// -> overlong penalty -> reward postprocess -> token reward -> advantage, with the domain's
+// metrics) and the token-reward + advantage part the agentic step shares.
 #include <string>
 
 #include "roll/config/schema.h"
@@ -25,13 +24,4 @@ rl::MetricMap compute_domain_advantages(Batch& d, const config::PipelineConfig& 
 rl::MetricMap token_rewards_and_advantages(Batch& b, const at::Tensor& response_level_rewards,
                                            const at::Tensor& advantage_mask, const config::PipelineConfig& c,
                                            rl::KlController& kl);
-
-// token/*, critic/*, group/* (n > 1) over the whole step's batch.
-std::map<std::string, double> rollout_data_metrics(const Batch& batch, int64_t n);
-// val_correct/<tag>/mean and val_correct/all/mean: the share of samples scoring 1.
-std::map<std::string, double> validation_metrics(const Batch& scored);
-
-// Logs the first few prompt/response pairs of the step every `logging_steps` steps.
-void log_samples(const Batch& batch, int64_t step, int64_t logging_steps);
-
 }  // namespace roll::pipeline
