@@ -1,4 +1,4 @@
-// Inference engine throughput, printed as JSON lines (DESIGN section 7):
+// Inference engine throughput, printed as JSON lines (docs/design.md section 7):
 //   - memory bandwidth (memcpy, and a read-only pass) and the batch-1 decode bound the read rate
 //     implies for each model (decode reads every weight once per step and writes little);
 //   - decode tokens/s of the engine (paged KV cache) at 1, 8, 64 and 256 concurrent sequences,

@@ -1,4 +1,4 @@
-// Train -> infer weight sync time (DESIGN section 7), as JSON lines:
+// Train -> infer weight sync time (docs/design.md section 7), as JSON lines:
 //   broadcast  rank 0 sends a model's full weights to rank 1 over a Gloo "model update" group in
 //              buckets of --bucket-mb (workers/weight_sync.h), two processes of this binary;
 //   shm        rank 0 writes them as safetensors under /dev/shm and the receiver reads them back

@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# Pinned npm assets (DESIGN section 1), fetched by scripts/setup into the git-ignored
+# Pinned npm assets (docs/design.md section 1), fetched by scripts/setup into the git-ignored
 # third_party/assets/. Source after scripts/lib/common.sh. Only scripts/setup talks to npm;
 # the project never downloads anything at run time.
 #

@@ -1,4 +1,4 @@
-# The learning part of scripts/demo (issue #10, docs/demo.md): SFT warm start -> greedy eval ->
+# The learning part of scripts/demo (docs/demo.md): SFT warm start -> greedy eval ->
 # RL -> greedy eval, for FrozenLake (roll agentic, GiGPO) and arithmetic (roll rlvr, GRPO), in $demo.
 # Sourced by scripts/demo; needs $rollabs (the roll binary), $demo (an empty folder), $ROLL_ROOT.
 # Writes $demo/phases.tsv: phase, wall seconds; $demo/results.tsv: task, metric, before, after, steps.
@@ -50,7 +50,7 @@ rl_between_evals() {
 
 demo_frozen_lake() {
   local cfg=(--config_path "$demo_examples")
-  # 8 heads of 16 and RoPE base 100: docs/demo.md (FrozenLake) says why.
+  # 8 heads of 16 and RoPE base 100: docs/journal.md (FrozenLake, step-wise) says why.
   run_phase fl-init "$rollabs" model init --preset tiny --hidden-size 128 --layers 4 --intermediate-size 512 \
     --heads 8 --kv-heads 4 --vocab 512 --rope-theta 100 --seed 1 --out output/demo/models/frozen-lake-init
   run_phase fl-data sh -c "'$rollabs' data expert ${cfg[*]} --config_name frozen_lake_gigpo --seed 1 --n 8000 \

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# E2E: `roll agentic` on the CPU FrozenLake config (issue "Agentic pipeline"): separate env, infer
+# E2E: `roll agentic` on the CPU FrozenLake config: separate env, infer
 # and train worker processes.
 #   A  4 steps with checkpoints at 2 and 3; the jsonl tracker holds val/FrozenLake/score/mean
 #      (validation at steps 0 and 2) and env/FrozenLake/success every step; render_save_dir holds

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# E2E: `roll rlvr` with real worker processes on the math + code CPU config (issue "RLVR pipeline"):
-#   A  separate train/infer devices, 4 steps, checkpoints at 2 and 3, the metrics of spec 4.4;
+# E2E: `roll rlvr` with real worker processes on the math + code CPU config:
+#   A  separate train/infer devices, 4 steps, checkpoints at 2 and 3, the metrics of docs/pipelines.md;
 #   B  resume from checkpoint-2: step 3's non-timing metrics equal A's within 1e-6 (actor/train_infer_*: 1e-4);
 #   C  train and infer colocated on the same devices (shared-memory weight sync), 2 steps;
 #   D  the arithmetic config at generate_opt_level 1 (streaming, additional prompts) with a query

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Multi-node, the seed's Method A (issue 11), on two "nodes": network namespaces joined by a veth
+# Multi-node, the seed's Method A, on two "nodes": network namespaces joined by a veth
 # pair (needs root; created here and removed on every way out). Tiny RLVR config, the seed's
 # Pattern 1: actor_train on node 0, actor_infer + reference on node 1.
 #   A  both nodes started together: 2 steps, both exit 0, weights cross by broadcast;

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Multi-node, the seed's Method B (issue 11): a manual cluster on two "nodes", network namespaces
+# Multi-node, the seed's Method B: a manual cluster on two "nodes", network namespaces
 # joined by a veth pair (needs root; created here and removed on every way out).
 #   1  `roll start --head` in ns0, `roll start --address` in ns1; `roll status` lists both nodes
 #      with their devices; a second head on the same machine is refused;

@@ -1,4 +1,4 @@
-// Which envs a fleet has and where they run (spec 2.5): env ids, groups, tags, worker ranks, group
+// Which envs a fleet has and where they run (docs/config.md): env ids, groups, tags, worker ranks, group
 // seeds; and custom_envs entries read as EnvSpecs.
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-// FrozenLake and Sokoban (spec 6.6) and ROLL's action parser.
+// FrozenLake and Sokoban (docs/agentic.md) and ROLL's action parser.
 #include <gtest/gtest.h>
 
 #include <deque>

@@ -1,4 +1,4 @@
-// GroupQueueManager invariants of ROLL's test_rollout_scheduler (spec 10.1), with real env threads.
+// GroupQueueManager invariants of ROLL's test_rollout_scheduler (tests/), with real env threads.
 #include <gtest/gtest.h>
 
 #include <atomic>

@@ -1,5 +1,5 @@
 // The agentic step's reward wiring (pipeline/agentic_rewards.h) on a hand-made StepEnvManager batch:
-// discounted step returns, gigpo and step_reinforce against values computed by hand from spec 3.4
+// discounted step returns, gigpo and step_reinforce against values computed by hand from docs/rl.md
 // (plain formulas, independent of rl/: see the comments), and the errors for batches without
 // per-turn samples.
 #include <ATen/ATen.h>

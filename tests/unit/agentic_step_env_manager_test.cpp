@@ -1,4 +1,4 @@
-// StepEnvManager: one sample per turn with a scripted LLM (spec 6.2: fresh prompt per turn with the
+// StepEnvManager: one sample per turn with a scripted LLM (docs/agentic.md: fresh prompt per turn with the
 // recent turns as text, the turn's reward as its score, state hashes for GiGPO).
 #include <ATen/ATen.h>
 #include <fmt/format.h>
@@ -26,7 +26,7 @@ using roll::testing::frozen_lake_answer;
 using roll::testing::NoEpisodes;
 using roll::testing::ScriptedLlm;
 
-// step_envs.yaml's template shape (spec 2.7).
+// step_envs.yaml's template shape (docs/config.md).
 const char* kStepTemplate =
     "## Env Instruction:\n{env_instruction}\n## State Description: Prior to this step, you have completed {step_count} "
     "steps. Recent History: Below are the most recent {history_length} observations, and your responses: [{history}]\n"

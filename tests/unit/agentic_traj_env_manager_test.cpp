@@ -1,4 +1,4 @@
-// TrajEnvManager: a real multi-turn rollout with a scripted LLM (spec 6.2 token layout and masks).
+// TrajEnvManager: a real multi-turn rollout with a scripted LLM (docs/agentic.md token layout and masks).
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 

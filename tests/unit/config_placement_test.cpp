@@ -37,7 +37,7 @@ PipelineConfig two_nodes_of_four() {
 
 }  // namespace
 
-// ROLL's tests/distributed/scheduler/test_resource_manager.py (spec 10.1).
+// ROLL's tests/distributed/scheduler/test_resource_manager.py (tests/).
 TEST(ConfigPlacement, ResourceManagerVectors) {
   auto plan = make_placement_plan(two_nodes_of_four(), Platform::cuda);
   const auto* train = plan.find("actor_train");

@@ -1,5 +1,5 @@
 // Batch (ROLL's DataProto): vectors of ROLL's tests/distributed/scheduler/test_protocol.py and
-// test_protocol_padding.py (spec 10.1), plus serialization round trips and corrupt-input handling.
+// test_protocol_padding.py (tests/), plus serialization round trips and corrupt-input handling.
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 

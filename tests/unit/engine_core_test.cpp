@@ -1,4 +1,4 @@
-// Acceptance tests of the inference engine (issue 6) on small random models with peaked logits:
+// The inference engine on small random models with peaked logits:
 // greedy outputs equal greedy decoding with the plain model forward (no cache) under prefix
 // caching, chunked prefill and forced preemption; sampled log-probs equal the training forward's;
 // n samples share prompt blocks; weight updates never reuse stale blocks; bad requests fail alone.

@@ -526,7 +526,7 @@ TEST(ModelChatTemplate, TemplateErrorsNameTheTemplateLine) {
   }
 }
 
-// ---- spec 6.2: the mock system prompt ----
+// ---- docs/agentic.md: the mock system prompt ----
 
 TEST(ModelChatTemplate, MockSystemPromptCutsTheTemplatesDefaultSystem) {
   SKIP_WITHOUT(kQwen25, kLlama31);

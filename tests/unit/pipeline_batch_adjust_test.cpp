@@ -1,4 +1,4 @@
-// adjust_batch (spec 6.5) per mode: sizes, counts, duplicated rows equal to originals, the delete
+// adjust_batch (docs/agentic.md) per mode: sizes, counts, duplicated rows equal to originals, the delete
 // fallback, and the divisor from the config and placement.
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>

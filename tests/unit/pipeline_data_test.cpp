@@ -1,4 +1,4 @@
-// RLVR prompt data (spec 4.1, 4.5, 10.1 test_sampler / test_collator): the stratified sampler and
+// RLVR prompt data (docs/pipelines.md, tests/.1 test_sampler / test_collator): the stratified sampler and
 // the per-step domain split, collation, reading and encoding with the real Qwen tokenizer and chat
 // template, domain mapping, malformed rows with their lines, iterator resume, and the synthetic
 // generators (answers recomputed here, code solutions run through the code reward).

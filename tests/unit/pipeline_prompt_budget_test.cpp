@@ -1,4 +1,4 @@
-// PromptBudget (ROLL's ReplayBuffer poll/commit/abort, spec 1.6): regular slots up to batch_size
+// PromptBudget (ROLL's ReplayBuffer poll/commit/abort, docs/pipelines.md): regular slots up to batch_size
 // minus completed, extra slots only with is_use_additional_prompts and counted on their own
 // (quirk 10 fixed), aborts free a slot without completing.
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-// The RLVR query filter from `rewards.<d>.query_filter_config` (spec 3.7): filter_args read per
+// The RLVR query filter from `rewards.<d>.query_filter_config` (docs/rl.md): filter_args read per
 // type with ROLL's defaults, errors naming the key, and the per-prompt decision over n rows.
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-// The generate_opt_level 1 scheduler (spec 1.6) over fake workers: filtered prompts are replaced
+// The generate_opt_level 1 scheduler (docs/pipelines.md) over fake workers: filtered prompts are replaced
 // until the batch is full, the batch comes back in draw order, additional prompts run within their
 // limit and are aborted once the batch is full, errors and dead workers stop the step with the
 // domain named, and a filter that never passes fails after one pass over the rows.

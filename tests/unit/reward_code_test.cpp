@@ -1,4 +1,4 @@
-// ROLL's local code reward (spec 5.2): code extraction, the programs built for each case type, the
+// ROLL's local code reward (docs/rewards.md): code extraction, the programs built for each case type, the
 // stdout comparison, and scores/error classes of real runs in the sandbox (skipped without root).
 #include <gtest/gtest.h>
 

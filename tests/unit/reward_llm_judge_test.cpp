@@ -1,4 +1,4 @@
-// The text side of the llm_judge reward (spec 5.3): the question cut from the policy's prompt, the
+// The text side of the llm_judge reward (docs/rewards.md): the question cut from the policy's prompt, the
 // judge template filled, and verdicts parsed from judge answers (YES -> 1, anything else -> 0).
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-// math_rule answer extraction (spec 5.1 steps 1-2): ROLL's _extract_after_last_end_think with
+// math_rule answer extraction (docs/rewards.md steps 1-2): ROLL's _extract_after_last_end_think with
 // quirk 14 reproduced, the last \boxed with brace matching, and formula candidates in free text.
 #include <gtest/gtest.h>
 

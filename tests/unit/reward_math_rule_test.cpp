@@ -1,4 +1,4 @@
-// MathRuleReward end to end (spec 5.1): decoded response + prompt + ground truth -> 1/0 and the
+// MathRuleReward end to end (docs/rewards.md): decoded response + prompt + ground truth -> 1/0 and the
 // failure class, with the verifier process behind it.
 #include <gtest/gtest.h>
 

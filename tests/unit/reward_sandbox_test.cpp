@@ -1,4 +1,4 @@
-// The code sandbox of DESIGN section 1 (issue 9, "Sandbox" acceptance): run for real as root. Each
+// The code sandbox (docs/design.md section 1, docs/rewards.md): run for real as root. Each
 // test checks one property from inside the jail, or that a hostile program is stopped, scored 0, and
 // leaves no process of the sandbox uids behind.
 #include <gtest/gtest.h>

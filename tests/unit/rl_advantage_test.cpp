@@ -1,4 +1,4 @@
-// Advantage estimators (spec 3.2): ROLL's test vectors (test_compute_advantage.py, test_functionals.py GAE),
+// Advantage estimators (docs/rl.md): ROLL's test vectors (test_compute_advantage.py, test_functionals.py GAE),
 // hand-derived cases per estimator, and properties (GRPO zero mean per group, RLOO baseline).
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-// Agentic reward normalisation (spec 3.4): grouping by non-tensor keys, discounted step returns, GiGPO
+// Agentic reward normalisation (docs/rl.md): grouping by non-tensor keys, discounted step returns, GiGPO
 // state groups and the episode/step combination.
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-// Loss aggregation (spec 3.8): the four modes by hand, global normalisers, weights, all-masked rows,
+// Loss aggregation (docs/rl.md): the four modes by hand, global normalisers, weights, all-masked rows,
 // the token-mean == seq-mean-token-mean property, and the loss scale that makes DP × GA accumulation
 // equal to the full-batch gradient (ROLL test_grad_accumulation_scaling).
 #include <ATen/ATen.h>

@@ -1,6 +1,6 @@
 // Karmarkar–Karp partitions (identical to ROLL's get_seqlen_balanced_partitions, vectors produced by its
-// Python implementation), batch_balance (spec 3.8), sequence-packing load balance and restore order
-// (spec 3.12, ROLL tests/utils/test_sequence_packing.py).
+// Python implementation), batch_balance (docs/rl.md), sequence-packing load balance and restore order
+// (docs/rl.md, ROLL tests/utils/test_sequence_packing.py).
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-// Critic value loss with and without value_clip (spec 3.11).
+// Critic value loss with and without value_clip (docs/rl.md).
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-// Data metrics with ROLL's names (spec 4.4): token lengths, critic statistics, group statistics, masks.
+// Data metrics with ROLL's names (docs/pipelines.md): token lengths, critic statistics, group statistics, masks.
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 

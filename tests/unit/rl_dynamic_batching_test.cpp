@@ -1,4 +1,4 @@
-// Dynamic batching shard and mini-batch grouping (spec 3.12, ROLL tests/utils/test_dynamic_batching.py).
+// Dynamic batching shard and mini-batch grouping (docs/rl.md, ROLL tests/utils/test_dynamic_batching.py).
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-// Sample-level masks (spec 3.6) and prompt-level query filters (spec 3.7).
+// Sample-level masks (docs/rl.md) and prompt-level query filters (docs/rl.md).
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 

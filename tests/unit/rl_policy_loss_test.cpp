@@ -1,4 +1,4 @@
-// Actor policy losses (spec 3.5, 3.10): PPO clip by hand, asymmetric and dual clip, GSPO and segment
+// Actor policy losses (docs/rl.md): PPO clip by hand, asymmetric and dual clip, GSPO and segment
 // ratios, every pg_variant with its knobs, KL/entropy/rl_loss_coef composition, sample weights, metrics,
 // Dr.GRPO, and the autograd property that clipped tokens get no gradient.
 #include <ATen/ATen.h>

@@ -1,4 +1,4 @@
-// RLVR reward post-processing (spec 3.1): token-level rewards, batch/group/running normalisation, clip,
+// RLVR reward post-processing (docs/rl.md): token-level rewards, batch/group/running normalisation, clip,
 // RLOO, DAPO overlong shaping, compute_token_reward with the KL penalty and controllers.
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-// Train–infer mismatch ratios, IS weights and filters (spec 3.9).
+// Train–infer mismatch ratios, IS weights and filters (docs/rl.md).
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-// Node identity from the environment (spec 7): Method A's variables, mpirun's and srun's, Slurm's
+// Node identity from the environment (docs/runtime.md): Method A's variables, mpirun's and srun's, Slurm's
 // compressed host lists, and the node's own address (never the hostname's).
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-// Trackers (spec 9.4): @tag stripping, the stdout line, metrics.jsonl, the factory's names and
+// Trackers (docs/tracking.md): @tag stripping, the stdout line, metrics.jsonl, the factory's names and
 // errors, the log-directory rule, and TensorBoard event files read back by an independent reader
 // (tests/oracles/read_tfevents.py: Debian's python3-protobuf with classes protoc generates from
 // tests/oracles/tfevent.proto, its own bitwise CRC-32C). Missing protoc or python3-protobuf is a

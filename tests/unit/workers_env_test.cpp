@@ -1,4 +1,4 @@
-// Env workers through real processes (spec 1.7, 6.1, 6.2): 1 actor_infer rank (tiny fp32 model),
+// Env workers through real processes (docs/agentic.md): 1 actor_infer rank (tiny fp32 model),
 // the env-affinity router and the GroupQueueManager hosted in this (driver) process as services,
 // 2 train_env worker processes with 4 FrozenLake TrajEnvManagers each. The router service logs
 // every answer the infer worker gave, so each rollout is checked token by token against them.

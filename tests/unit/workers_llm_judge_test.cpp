@@ -1,4 +1,4 @@
-// The llm_judge reward worker (judge_model_type inference, spec 5.3) as a real process over a tiny
+// The llm_judge reward worker (judge_model_type inference, docs/rewards.md) as a real process over a tiny
 // random model: it starts, answers compute_rewards with a score in {0, 1} per sample, the score is
 // the verdict of the answer it reports, and the answer is what our engine generates greedily for
 // the judge prompt (computed here, in this process, from the same model directory).

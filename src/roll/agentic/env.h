@@ -1,5 +1,5 @@
 #pragma once
-// The environment interface of the agentic pipeline (spec 6.6): text observations, text actions
+// The environment interface of the agentic pipeline (docs/agentic.md): text observations, text actions
 // parsed by the env itself, a reward per step and ROLL's info metrics.
 #include <cstdint>
 #include <memory>
@@ -48,7 +48,7 @@ nlohmann::json step_info(bool effective, bool valid, bool success, double format
 // / "... You did not provide a valid action." (action empty).
 std::string action_description(int turn, const std::string& action, bool effective);
 
-// Builds an env from a custom_envs entry's env_type and env_config (spec 2.7); errors name the
+// Builds an env from a custom_envs entry's env_type and env_config (docs/config.md); errors name the
 // env type or the config key at fault.
 std::unique_ptr<Env> make_env(const std::string& env_type, const nlohmann::ordered_json& env_config);
 

@@ -1,5 +1,5 @@
 #pragma once
-// Which envs a fleet (train_env / val_env) has and which worker hosts each (spec 2.5): env ids
+// Which envs a fleet (train_env / val_env) has and which worker hosts each (docs/config.md): env ids
 // 0 .. num_env_groups x (group_size + group_size_redundancy) - 1 in order; group = id / that
 // final group size; worker rank = id / max_env_num_per_worker; the tags cover the groups in
 // num_groups_partition order; each group has a config-time seed. ROLL draws those seeds from an

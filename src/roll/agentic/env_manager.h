@@ -1,5 +1,5 @@
 #pragma once
-// What ROLL's env managers share (spec 6.1, 6.2): one env plays the episodes an EpisodeSource hands
+// What ROLL's env managers share (docs/agentic.md): one env plays the episodes an EpisodeSource hands
 // out, one generate request per turn through an LlmClient, and the finished episode goes back as a
 // rollout. TrajEnvManager (one sample per trajectory) and StepEnvManager (one sample per turn)
 // differ only in how a turn's prompt is built and how the turns become samples.
@@ -24,7 +24,7 @@ class ChatTemplate;
 
 namespace roll::agentic {
 
-// One custom_envs entry as an env manager uses it (spec 2.5, 2.7).
+// One custom_envs entry as an env manager uses it (docs/config.md).
 struct EnvSpec {
   std::string tag;
   std::string env_type;

@@ -1,5 +1,5 @@
 #pragma once
-// Expert conversations for the SFT warm start (issue #10, docs/demo.md): episodes of a custom_envs
+// Expert conversations for the SFT warm start (docs/demo.md): episodes of a custom_envs
 // entry played by the breadth-first-search expert (expert_policy.h) with a fixed fraction of
 // uniformly random actions, rendered with the same messages the env's manager sends the policy,
 // each assistant turn the action written into the env's action_pattern (expert_answer below:

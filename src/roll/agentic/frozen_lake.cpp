@@ -63,7 +63,7 @@ FrozenLake::FrozenLake(FrozenLakeConfig config)
 EnvReset FrozenLake::reset(uint64_t seed) {
   SeededRng rng(seed);
   const int n = config_.size;
-  // Resample until a path from S to G avoids every hole (spec 6.6).
+  // Resample until a path from S to G avoids every hole (docs/agentic.md).
   for (;;) {
     board_.assign(n, std::string(n, 'F'));
     for (int r = 0; r < n; ++r)

@@ -1,5 +1,5 @@
 #pragma once
-// FrozenLake (spec 6.6): a size x size grid of frozen cells and holes, a start and a goal; a
+// FrozenLake (docs/agentic.md): a size x size grid of frozen cells and holes, a start and a goal; a
 // solvable map is drawn from each episode seed.
 #include <map>
 #include <string>

@@ -38,7 +38,7 @@ void GroupQueueManager::advance_step(int64_t step) {
   Answers answers;
   std::unique_lock<std::mutex> lock(mu_);
   current_step_ = step;
-  // First step: the async ratio's look-ahead batches are created up front (spec 1.7).
+  // First step: the async ratio's look-ahead batches are created up front (docs/agentic.md).
   const int64_t batches = first_step_ ? 1 + o_.async_generation_ratio : 1;
   first_step_ = false;
   for (auto& g : groups_) {

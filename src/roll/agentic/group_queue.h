@@ -1,5 +1,5 @@
 #pragma once
-// Episode bookkeeping between env workers and the driver (spec 1.7, 6.4): per env group, episodes
+// Episode bookkeeping between env workers and the driver (docs/agentic.md): per env group, episodes
 // are created each step, handed to the group's envs (group_size + redundancy of them play the same
 // episode), and a group is complete when group_size rollouts arrived. The driver takes complete
 // groups, oldest first. Thread-safe; the runtime publishes it as a service.

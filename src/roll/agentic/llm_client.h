@@ -1,5 +1,5 @@
 #pragma once
-// What an env manager needs from the rest of the system (DESIGN section 2): a way to generate
+// What an env manager needs from the rest of the system (docs/design.md section 2): a way to generate
 // (the infer service behind a router, implemented in workers/) and a source of episodes (the
 // GroupQueueManager, in process or as a driver service).
 #include <cstdint>

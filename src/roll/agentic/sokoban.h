@@ -1,5 +1,5 @@
 #pragma once
-// Sokoban (spec 6.6; the rules of gym-sokoban): push every box onto a target. Levels come from
+// Sokoban (docs/agentic.md; the rules of gym-sokoban): push every box onto a target. Levels come from
 // ROLL's generator: a random-walk room, boxes placed on targets, then "reverse play" (pulling boxes
 // off their targets) so every level is solvable by construction.
 #include <map>

@@ -10,7 +10,7 @@ namespace {
 
 // "(step: k, observation: ..., action: ..., reward: ...)" for the turns before `current`: ROLL
 // shows the window history[-history_length:-1], i.e. up to history_length - 1 earlier turns. ROLL
-// lists only invalid actions there (an indentation slip, spec 12 item 7); every turn is listed here,
+// lists only invalid actions there (an indentation slip, docs/compat.md); every turn is listed here,
 // invalid ones with ROLL's reminder to follow the format.
 std::vector<std::string> recent_turns(std::span<const Turn> turns, int64_t history_length) {
   const int64_t window = std::min<int64_t>(static_cast<int64_t>(turns.size()), std::max<int64_t>(history_length - 1, 0));

@@ -1,5 +1,5 @@
 #pragma once
-// ROLL's StepEnvManager (spec 6.1, 6.2; GiGPO-style): every turn is its own training sample. The
+// ROLL's StepEnvManager (docs/agentic.md; GiGPO-style): every turn is its own training sample. The
 // prompt of a turn is rendered fresh from agent_template with the env instruction, the recent
 // turns as text ("(step: k, observation: ..., action: ..., reward: ...)") and the current
 // observation; each sample carries the turn's reward as its score, the turn index (`step`) and a

@@ -1,5 +1,5 @@
 #pragma once
-// ROLL's TrajEnvManager (spec 6.2): each whole multi-turn trajectory is one training sample.
+// ROLL's TrajEnvManager (docs/agentic.md): each whole multi-turn trajectory is one training sample.
 // History stays as token ids (never re-tokenised); later turns are prefixed with the
 // conversation-end token because generated responses stop before it.
 #include "roll/agentic/env_manager.h"

@@ -64,7 +64,7 @@ int run(const GenerateOptions& o) {
   if (!std::filesystem::is_directory(o.model_dir)) throw Error(fmt::format("--model {}: not a directory", o.model_dir));
   auto tokenizer = std::make_shared<model::Tokenizer>(model::Tokenizer::from_dir(o.model_dir));
   const auto chat = model::ChatTemplate::from_model_dir(o.template_name, o.model_dir);
-  // ROLL passes [eos, pad] as stop token ids (spec 2.6).
+  // ROLL passes [eos, pad] as stop token ids (docs/config.md).
   const std::vector<int32_t> stop_ids = model::stop_token_ids(o.model_dir, *tokenizer);
 
   std::ifstream in(o.input);

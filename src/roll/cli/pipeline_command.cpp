@@ -1,7 +1,7 @@
 // `roll rlvr`, `roll sft` (and the other pipelines as they land): the counterparts of ROLL's
 // `python examples/start_{rlvr,sft}_pipeline.py --config_path P --config_name N`, with key=value
 // overrides. Loads and validates the config, then runs the pipeline's driver, which starts the
-// worker processes of the placement plan (DESIGN section 3); with WORLD_SIZE > 1, on every node
+// worker processes of the placement plan (docs/design.md section 3); with WORLD_SIZE > 1, on every node
 // (the seed's Method A); on the nodes of a `roll start` cluster (Method B).
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -68,7 +68,7 @@ int run_head(config::PipelineKind kind, config::LoadedConfig loaded, const confi
   return rc;
 }
 
-// The seed's Method A (spec 7): the same command on every node. The head (RANK 0) hosts the
+// The seed's Method A (docs/runtime.md): the same command on every node. The head (RANK 0) hosts the
 // store, waits for the others and runs the driver; every other node joins and serves as the
 // head's node agent until the head ends.
 int run_multi_node(config::PipelineKind kind, config::LoadedConfig loaded, const config::LoadRequest& req,

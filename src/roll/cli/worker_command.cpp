@@ -1,4 +1,4 @@
-// `roll worker`: the worker host the driver starts for each rank (DESIGN section 3). Not for
+// `roll worker`: the worker host the driver starts for each rank (docs/design.md section 3). Not for
 // people: everything it needs arrives in its environment (runtime/worker_launch.h).
 #include <CLI/CLI.hpp>
 

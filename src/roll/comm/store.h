@@ -1,5 +1,5 @@
 #pragma once
-// Rendezvous store (DESIGN section 3): a c10d TCPStore at MASTER_ADDR:MASTER_PORT. Rank 0 (or the
+// Rendezvous store (docs/design.md section 3): a c10d TCPStore at MASTER_ADDR:MASTER_PORT. Rank 0 (or the
 // driver) hosts it; everyone else connects. Workers publish endpoints here, and process groups
 // rendezvous through it. c10d stays out of this header.
 #include <chrono>

@@ -1,4 +1,4 @@
-// Derived values and consistency checks (spec sections 1.3, 1.4, 2.2-2.6; DESIGN sections 4-5).
+// Derived values and consistency checks (docs/config.md; docs/design.md sections 4-5).
 // ROLL does these in the dataclasses' __post_init__; the order below follows it.
 #include <fmt/format.h>
 
@@ -340,7 +340,7 @@ void derive_recompute(Ctx& x, int64_t samples_per_step) {
                                     c.adv_estimator == "step_reinforce" || c.adv_estimator == "gigpo" ||
                                     several_backward_steps;
   if (c.force_disable_old_logprobs_recompute) c.enable_old_logprobs_recompute = false;
-  // LR schedule length (spec 2.6): optimizer steps over the whole run, before the ÷dp in the strategy.
+  // LR schedule length (docs/config.md): optimizer steps over the whole run, before the ÷dp in the strategy.
   if (c.actor_train.training_args.max_steps < 0 && micro > 0)
     c.actor_train.training_args.max_steps = std::max<int64_t>(
         1, static_cast<int64_t>(c.max_steps * samples_per_step * c.ppo_epochs / (ta.per_device_train_batch_size *
@@ -378,7 +378,7 @@ void check_infer_strategy(Ctx& x) {
   }
 }
 
-// Colocation rules (spec 1.4, DESIGN section 5) and ROLL's contiguity requirement for weight sync.
+// Colocation rules (docs/config.md, docs/design.md section 5) and ROLL's contiguity requirement for weight sync.
 void check_colocation(Ctx& x, bool critic_started) {
   PipelineConfig& c = x.c;
   if (!c.actor_infer.device_mapping) return;
@@ -615,7 +615,7 @@ void derive_agentic(Ctx& x) {
   derive_env_manager(x, "val_env_manager", c.val_env_manager, false);
 }
 
-// Agentic partial_gpu_mode validation (spec 1.4).
+// Agentic partial_gpu_mode validation (docs/config.md).
 void check_partial_gpu_mode(Ctx& x) {
   PipelineConfig& c = x.c;
   if (!c.partial_gpu_mode || !c.actor_train.device_mapping || !c.actor_infer.device_mapping) return;
@@ -714,7 +714,7 @@ void derive_and_check(PipelineConfig& c, const NodePtr& resolved, Platform platf
   derive_recompute(x, samples_per_step);
   check_colocation(x, critic_started);
 
-  // Every device id must fit the node layout (spec 1.3): nodes = ceil((max id + 1) / devices per node).
+  // Every device id must fit the node layout (docs/config.md): nodes = ceil((max id + 1) / devices per node).
   int max_id = -1;
   auto scan = [&](const WorkerConfig& w) {
     if (w.device_mapping)

@@ -47,7 +47,7 @@ LoadedConfig load_config(const LoadRequest& request) {
   read_pipeline_config(out.resolved, c, diag);
   if (!c.exp_name) c.exp_name = std::filesystem::path(request.compose.config_name).stem().string();
 
-  // One warning listing every key ROLL would drop silently (DESIGN section 4, quirk 5). Keys that
+  // One warning listing every key ROLL would drop silently (docs/design.md section 4, quirk 5). Keys that
   // an interpolation reads (`${max_actions_per_traj}`, `${deepspeed_zero3}`) are the config's
   // variables, and keys written only in included files are library definitions: neither is a typo.
   std::vector<Diagnostic> unknown;

@@ -16,7 +16,7 @@ struct LoadRequest {
   ComposeRequest compose;
   std::optional<PipelineKind> kind;      // forced by `roll rlvr|agentic|sft`; else detected from the keys
   std::optional<Platform> platform;      // else default_platform()
-  std::optional<int> devices_per_node;   // overrides num_gpus_per_node (DESIGN section 4, quirk 1)
+  std::optional<int> devices_per_node;   // overrides num_gpus_per_node (docs/design.md section 4, quirk 1)
 };
 
 struct LoadedConfig {

@@ -1,5 +1,5 @@
 #pragma once
-// Model path resolution (DESIGN section 4): an existing directory; else a hub id found in the
+// Model path resolution (docs/design.md section 4): an existing directory; else a hub id found in the
 // local caches; else an error naming the key, the id and the places searched. Never a download.
 #include <optional>
 #include <string>

@@ -74,7 +74,7 @@ struct Builder {
       for (int r = 0; r < world; ++r) {
         WorkerPlacement wp;
         wp.rank = r;
-        wp.node = r % num_nodes;  // CPU-only workers spread round-robin over the nodes (spec 1.3)
+        wp.node = r % num_nodes;  // CPU-only workers spread round-robin over the nodes (docs/config.md)
         wp.name = fmt::format("{}-{}", name, r);
         wp.env = base_env(name, wp.name, r, world);
         for (const auto& [k, v] : w.system_envs) set_env(wp.env, k, v);

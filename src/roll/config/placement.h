@@ -1,6 +1,6 @@
 #pragma once
 // The PlacementPlan: pure data saying which worker of which cluster runs on which node and
-// devices, with which environment (spec 1.2-1.3; DESIGN section 3). The runtime executes it;
+// devices, with which environment (docs/runtime.md; docs/design.md section 3). The runtime executes it;
 // `roll validate` prints it.
 #include <string>
 #include <utility>

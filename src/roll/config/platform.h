@@ -1,5 +1,5 @@
 #pragma once
-// The platform rules table (DESIGN section 5): what differs between cpu, cuda and Ascend npu,
+// The platform rules table (docs/design.md section 5): what differs between cpu, cuda and Ascend npu,
 // and `npu-emulated`, which applies the npu rules on CPU compute so those paths are tested here.
 #include <optional>
 #include <string>
@@ -26,7 +26,7 @@ struct PlatformRules {
   bool restrict_attn_implementation = false;      // npu: fa2 | sdpa | auto only
   bool cast_int64_to_int32 = false;               // npu: int64 batch tensors travel as int32
   bool compute_on_cpu = true;                     // where the math runs in this build
-  std::vector<std::pair<std::string, std::string>> default_env;  // spec 8, given to every worker
+  std::vector<std::pair<std::string, std::string>> default_env;  // docs/config.md, given to every worker
 };
 
 const PlatformRules& platform_rules(Platform p);

@@ -1,5 +1,5 @@
 #pragma once
-// ROLL's generating_args -> the engine's SamplingParams (spec 2.6).
+// ROLL's generating_args -> the engine's SamplingParams (docs/config.md).
 #include <cstdint>
 #include <vector>
 

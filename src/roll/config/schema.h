@@ -1,5 +1,5 @@
 #pragma once
-// Typed ROLL configuration (spec section 2): one struct per ROLL dataclass, with ROLL's defaults.
+// Typed ROLL configuration (docs/config.md): one struct per ROLL dataclass, with ROLL's defaults.
 // Each struct lists its keys once, in `visit`, which serves loading (reader.h), printing
 // (`roll validate`) and the unknown-key check. Fields that ROLL has but rollcpp does not act on
 // are still listed (as `inert`), so they are accepted; key_registry.h says for every key whether
@@ -76,7 +76,7 @@ struct TrainingArguments {
   int64_t gradient_accumulation_steps = 1;
   int64_t warmup_steps = 0;
   double warmup_ratio = 0.0;
-  int64_t max_steps = -1;  // derived (spec 2.6) unless set
+  int64_t max_steps = -1;  // derived (docs/config.md) unless set
   double num_train_epochs = 1;
   std::optional<int64_t> seed;
   std::optional<int64_t> data_seed;
@@ -246,7 +246,7 @@ struct WorkerConfig {
   std::optional<double> opd_kl_coef;
   std::vector<std::string> tag_included;
   NodePtr checkpoint_config;  // propagated from the top level
-  // Off-policy variant knobs: ROLL reads them but drops them from YAML (spec 12 item 5); we honour them.
+  // Off-policy variant knobs: ROLL reads them but drops them from YAML (docs/compat.md); we honour them.
   double tis_lower_bound = 0.0;
   double tis_upper_bound = 1.0;
   double cispo_epsilon_low = 0.1;
@@ -369,7 +369,7 @@ struct EnvManagerConfig {
   std::vector<std::string> tags{"SimpleSokoban"};
   std::vector<int64_t> num_groups_partition{128};
   int64_t max_traj_per_env = -1;
-  double format_penalty = 0.0;  // inert in ROLL (spec 12 item 9)
+  double format_penalty = 0.0;  // inert in ROLL (docs/compat.md)
   int64_t max_env_num_per_worker = 0;
   std::string group_filter_cls = "roll.pipeline.agentic.agentic_pipeline.GroupFilter";
 

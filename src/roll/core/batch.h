@@ -97,7 +97,7 @@ class Batch {
   // Deep copy: tensors, cells and meta share nothing with this batch.
   Batch clone() const;
   Batch to(at::Device device) const;
-  // NPU rule of spec 1.8: int64 tensors travel as int32 there.
+  // NPU rule of docs/workers.md: int64 tensors travel as int32 there.
   void cast_int64_to_int32();
 
   nlohmann::json meta = nlohmann::json::object();

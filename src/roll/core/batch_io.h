@@ -1,6 +1,6 @@
 #pragma once
 // Binary form of a Batch for files and the wire. Tensors travel as raw little-endian bytes (never JSON);
-// non-tensor columns and meta travel as one msgpack blob (DESIGN section 1: headers as msgpack).
+// non-tensor columns and meta travel as one msgpack blob (docs/design.md section 1: headers as msgpack).
 //
 // Layout of the header (all integers little-endian):
 //   "RLBATCH\0" | u32 version | i64 batch_size | u32 n_tensors

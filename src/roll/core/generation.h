@@ -10,7 +10,7 @@
 
 namespace roll {
 
-// Per-request sampling settings (vLLM's SamplingParams as ROLL fills them, spec 2.6).
+// Per-request sampling settings (vLLM's SamplingParams as ROLL fills them, docs/config.md).
 struct SamplingParams {
   double temperature = 1.0;         // 0: greedy
   double top_p = 1.0;               // nucleus mass, in (0, 1]

@@ -1,6 +1,6 @@
 #pragma once
 // Settings of the engine, and how ROLL's `vllm`/`sglang` strategy_config keys map onto them
-// (spec 2.6). On CPU, "GPU memory" is a host-memory budget: the KV cache gets
+// (docs/config.md). On CPU, "GPU memory" is a host-memory budget: the KV cache gets
 // gpu_memory_utilization x budget minus the weights.
 #include <cstdint>
 #include <functional>

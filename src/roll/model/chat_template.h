@@ -61,7 +61,7 @@ class ChatTemplate {
   std::shared_ptr<const Impl> impl_;
 };
 
-// ROLL's custom_apply_chat_template (spec 6.2), as text. When the first message is a system one,
+// ROLL's custom_apply_chat_template (docs/agentic.md), as text. When the first message is a system one,
 // the messages are rendered as they are. Otherwise the template is applied to
 // [{role: system, content: ""}] + messages and the text it renders for that mock system message
 // alone (no generation prompt, no extra) is cut from the front, so that templates which insert a

@@ -1,5 +1,5 @@
 #pragma once
-// The stop token ids ROLL passes to vLLM (spec 2.6): generation_config's eos ids, then the
+// The stop token ids ROLL passes to vLLM (docs/config.md): generation_config's eos ids, then the
 // tokenizer's eos and pad, without repeats.
 #include <cstdint>
 #include <string>

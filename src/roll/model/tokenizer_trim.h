@@ -4,7 +4,7 @@
 // < vocab - 256 are kept and every kept merge yields a kept token), with the added (special) tokens
 // renumbered to follow them. The result is a valid tokenizer: every string still encodes (into
 // shorter merges), and a model's embedding shrinks from 151936 rows to a few thousand, which is
-// what makes training on a 2-core CPU fast (docs/demo.md).
+// what makes training on a 2-core CPU fast (docs/demo.md, "What the demo is built from").
 #include <cstdint>
 #include <utility>
 

@@ -253,7 +253,7 @@ Metrics AgenticPipeline::run_step(int64_t step) {
   for (auto& [k, v] : env.reduce()) m[k] = v;
   m["time/step_rollout"] = seconds_since(t0);
   add_step_returns(batch, c);  // gigpo / step_reinforce: before batch adjust copies or drops rows
-  // Whole micro-batches on every rank (spec 6.5).
+  // Whole micro-batches on every rank (docs/agentic.md).
   AdjustedBatch adjusted = adjust_batch(batch, batch_divisor(c, plan_), c.batch_adjust_mode,
                                         static_cast<uint64_t>(c.seed) * 7919u + static_cast<uint64_t>(step));
   batch = std::move(adjusted.batch);
@@ -265,7 +265,7 @@ Metrics AgenticPipeline::run_step(int64_t step) {
   for (auto& [k, v] : compute_log_probs_and_values(batch)) m[k] = v;
   m["time/old_log_probs_values"] = seconds_since(t0);
 
-  // 3. Masks, response-level rewards (spec 3.4), token rewards, advantages.
+  // 3. Masks, response-level rewards (docs/rl.md), token rewards, advantages.
   t0 = std::chrono::steady_clock::now();
   const at::Tensor resp = batch.tensor("response_mask").slice(1, 1).to(at::kFloat);
   rl::SampleMaskResult mask = rl::agentic_response_level_mask(resp);
@@ -283,7 +283,7 @@ Metrics AgenticPipeline::run_step(int64_t step) {
   for (auto& [k, v] : train(batch, step)) m[k] = v;
   m["time/step_train"] = seconds_since(t0);
 
-  // 5. Metrics of spec 6.3 step 6.
+  // 5. Metrics of docs/agentic.md step 6.
   const at::Tensor score = batch.tensor("scores").sum(1);
   add_stats(m, "critic/score", score);
   add_stats(m, "critic/rewards", rewards.response_level_rewards);

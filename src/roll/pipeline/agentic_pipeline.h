@@ -1,5 +1,5 @@
 #pragma once
-// ROLL's agentic pipeline (spec 6.3): env workers play multi-turn episodes (FrozenLake, Sokoban)
+// ROLL's agentic pipeline (docs/agentic.md): env workers play multi-turn episodes (FrozenLake, Sokoban)
 // against actor_infer through the env-affinity router; the driver hosts the router and the
 // GroupQueueManager as services and takes complete groups each step; then log-probs, response-level
 // reward normalisation (reward_normalization.grouping), token rewards, advantages and train_step.

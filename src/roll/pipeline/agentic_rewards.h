@@ -1,5 +1,5 @@
 #pragma once
-// The agentic step's response-level rewards from a rollout batch (spec 3.4; 6.3 step 5): ROLL's
+// The agentic step's response-level rewards from a rollout batch (docs/rl.md; 6.3 step 5): ROLL's
 // compute_discounted_returns and compute_response_level_rewards with the batch's columns as the
 // estimators need them. Kept out of the step loop so the wiring is testable on a hand-made batch.
 #include <string>

@@ -1,5 +1,5 @@
 #pragma once
-// ROLL's adjust_batch (spec 6.5, `batch_adjust_mode`): the agentic batch is made a multiple of D,
+// ROLL's adjust_batch (docs/agentic.md, `batch_adjust_mode`): the agentic batch is made a multiple of D,
 // the lcm of the batch sizes the train and forward passes cut it into, so every data-parallel
 // rank gets whole micro-batches. r = B mod D;
 //   copy           duplicate D - r random rows (drawn with replacement only when D - r > B)

@@ -1,5 +1,5 @@
 #pragma once
-// Reading the rows of ROLL's JSON data files (spec 2.6 DataArguments.file_name, 4.1), before any
+// Reading the rows of ROLL's JSON data files (docs/config.md DataArguments.file_name, 4.1), before any
 // encoding: `.jsonl` is JSON lines; `.json` is a JSON array when its first character is '[', else
 // JSON lines (HF datasets' json loader reads both). Each row keeps the line it starts on, so bad rows
 // can be reported as file:line. A row that does not parse is returned with its error, not thrown:

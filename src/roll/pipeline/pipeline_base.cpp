@@ -63,7 +63,7 @@ void PipelineBase::start_clusters() {
   o.nodes = options_.nodes;
   runtime_ = std::make_unique<runtime::Runtime>(o);
 
-  // DESIGN quirk 1: the YAML's num_gpus_per_node stands; say so when the node has another count.
+  // docs/design.md section 4, quirk 1: the YAML's num_gpus_per_node stands; say so when the node has another count.
   if (auto n = config::detected_device_count(loaded_.platform); n && *n != plan_.devices_per_node)
     log::warn("num_gpus_per_node is {} but this node has {} {} device(s); placing by the config "
               "(--devices-per-node overrides it)",
@@ -197,7 +197,7 @@ Metrics PipelineBase::compute_log_probs_and_values(Batch& batch) {
 
 namespace {
 
-// ROLL's batch_balance before the actor's train step (spec 3.8): the samples are reordered so that
+// ROLL's batch_balance before the actor's train step (docs/rl.md): the samples are reordered so that
 // each data-parallel rank's contiguous block carries about the same workload (24576·len + len²),
 // which keeps the ranks from waiting on the one with the longest sequences. Logs
 // global_seqlen/actor_train/*. A batch that does not split evenly over the ranks keeps its order.

@@ -1,5 +1,5 @@
 #pragma once
-// What every pipeline's driver does (spec 4.2-4.3, 6.3, 9): start the clusters of the placement
+// What every pipeline's driver does (docs/pipelines.md, docs/agentic.md): start the clusters of the placement
 // plan as worker processes, keep train and infer weights in sync every model_update_frequency
 // steps, run the step loop with validation every eval_steps, checkpoints every save_steps (and at
 // the last step), resume from a checkpoint, and log metrics to the tracker every step.
@@ -76,13 +76,13 @@ class PipelineBase {
 
   // ref_log_probs, old_log_probs (zeros unless enable_old_logprobs_recompute; ref := old without a
   // reference cluster) and values (with a critic) of `batch` [B, S], as both pipelines need them
-  // (spec 4.3 steps 7-8, 6.3 step 5). Adds critic/entropy/mean when old log-probs are recomputed.
+  // (docs/pipelines.md steps 7-8, 6.3 step 5). Adds critic/entropy/mean when old log-probs are recomputed.
   Metrics compute_log_probs_and_values(Batch& batch);
   // critic.train_step (with a critic) and, from critic_warmup on, actor_train.train_step; their
-  // reduced metrics. `batch` needs the advantages and masks of spec 1.8.
+  // reduced metrics. `batch` needs the advantages and masks of docs/workers.md.
   Metrics train(Batch& batch, int64_t step);
 
-  // Pushes actor_train's weights to every actor_infer rank (spec 1.5): the broadcast group for
+  // Pushes actor_train's weights to every actor_infer rank (docs/runtime.md): the broadcast group for
   // ranks elsewhere, the shared-memory file for ranks on train rank 0's node and devices.
   Metrics model_update(int64_t step);
 

@@ -1,5 +1,5 @@
 #pragma once
-// The driver's resumable state (spec 9.1-9.2): ROLL's WorkerState as
+// The driver's resumable state (docs/pipelines.md): ROLL's WorkerState as
 // <output_dir>/pipeline/checkpoint-<step>/pipeline/worker_state_pipeline.json =
 //   {step, log_history: [metrics per step], kv: {scheduler_state_<domain>: {...}, ...}}
 // written to a temporary file and renamed, so a crash never leaves half a state file.

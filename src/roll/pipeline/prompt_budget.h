@@ -1,13 +1,13 @@
 #pragma once
 // How many prompts of one domain may run at once during a step at generate_opt_level 1 (ROLL's
-// ReplayBuffer.poll/commit/abort, spec 1.6, synchronous mode):
+// ReplayBuffer.poll/commit/abort, docs/pipelines.md, synchronous mode):
 //   poll    a regular slot while running + completed < batch_size; else, with
 //           is_use_additional_prompts, an extra slot while running_extra <
 //           max_additional_running_prompts; else none (wait for a prompt to finish).
 //   commit  the prompt passed the query filter: its slot is freed; a regular one counts as completed.
 //   abort   filtered out or cut off: the slot is freed, nothing is completed, so the next poll
 //           starts a replacement prompt (dynamic sampling).
-// Quirk 10 (spec 12) is fixed: ROLL compares running + running_extra with the extra limit, so
+// Quirk 10 (docs/compat.md) is fixed: ROLL compares running + running_extra with the extra limit, so
 // the extras it allows shrink as regular prompts run; here the limit counts extra prompts only.
 #include <cstdint>
 

@@ -1,5 +1,5 @@
 #pragma once
-// RLVR prompts (spec 4.1): the rows of the data files, encoded and filtered.
+// RLVR prompts (docs/pipelines.md): the rows of the data files, encoded and filtered.
 //   text    a row's `messages` (a list of {role, content}, or that list as a JSON string) through the
 //           chat template with the generation prompt; else its `prompt` column as it is (no template)
 //   tokens  the tokenizer on that text (with add_special_tokens, as ROLL's tokenizer(text) call)

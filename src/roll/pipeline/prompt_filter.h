@@ -1,5 +1,5 @@
 #pragma once
-// The RLVR query filter of one domain (spec 3.7, `rewards.<d>.query_filter_config`) read from the
+// The RLVR query filter of one domain (docs/rl.md, `rewards.<d>.query_filter_config`) read from the
 // config, and applied to a batch of scored samples (n contiguous rows per prompt). The per-prompt
 // rule itself is rl::keep_query (rl/query_filter.h).
 #include <ATen/core/Tensor.h>

@@ -1,5 +1,5 @@
 #pragma once
-// The RLVR pipeline's prompts from a config (spec 4.1, 4.5):
+// The RLVR pipeline's prompts from a config (docs/pipelines.md):
 //   training    actor_train.data_args.file_name, encoded (prompt_dataset.h) with the template
 //               global_template, else actor_train.data_args.template, per tag tag_to_template; tags
 //               mapped to domains by rewards.<domain>.tag_included; split per domain of

@@ -117,7 +117,7 @@ Metrics RlvrPipeline::validate(int64_t step) {
     if (!reward) throw Error("validation: no reward cluster for domain '" + domain + "'");
     const RolloutContext ctx{*impl_->router, *impl_->tokenizer, c, params, seq, fmt::format("val{}-{}", step, domain),
                              static_cast<uint64_t>(c.seed) * 7919u, rpc_timeout()};
-    parts.push_back(rollout_batch(ctx, *reward, prompts.take(rows)));
+    parts.push_back(generate_and_score(ctx, *reward, prompts.take(rows)));
   }
   Batch all = concat_domains(std::move(parts));
   return validation_metrics(all);

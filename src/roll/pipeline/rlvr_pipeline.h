@@ -1,5 +1,5 @@
 #pragma once
-// ROLL's RLVR pipeline (spec 4): per step, prompts of every reward domain -> n samples each from
+// ROLL's RLVR pipeline (docs/pipelines.md): per step, prompts of every reward domain -> n samples each from
 // actor_infer through the prompt-affinity router -> rewards from the domain's reward cluster ->
 // reference and old log-probs -> per domain sample masks, reward normalisation, token rewards and
 // advantages -> actor_train (and critic) train_step; validation every eval_steps.

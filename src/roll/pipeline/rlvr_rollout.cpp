@@ -112,7 +112,7 @@ void count(DomainRollout& out, const std::string& domain, int64_t drawn, int64_t
 
 }  // namespace
 
-Batch rollout_batch(const RolloutContext& ctx, runtime::Cluster& reward, const Batch& prompts, int64_t first_id) {
+Batch generate_and_score(const RolloutContext& ctx, runtime::Cluster& reward, const Batch& prompts, int64_t first_id) {
   Batch samples = build(ctx, prompts, generate(ctx, prompts, first_id));
   runtime::Payload scored =
       reward.call(workers::rpc::kComputeRewards, runtime::Dispatch::dp_mp_compute, reward_request(samples)).get();
@@ -130,7 +130,7 @@ DomainRollout rollout_level0(const RolloutContext& ctx, runtime::Cluster& reward
   int64_t drawn = 0, passed = 0, filtered = 0;
   do {  // ROLL's round: batch_size new prompts, generated and scored together, then filtered
     Batch prompts = data.next_batch(spec.domain);
-    Batch samples = rollout_batch(ctx, reward, prompts, drawn);
+    Batch samples = generate_and_score(ctx, reward, prompts, drawn);
     drawn += prompts.size();
     out.reward_metrics.merge(workers::metrics_from_json(
         samples.meta.at("reward_metrics"), fmt::format("{}.{}", reward.name(), workers::rpc::kComputeRewards)));

@@ -1,12 +1,13 @@
 #pragma once
-// One RLVR domain's scored samples for a step (spec 1.6), from actor_infer through the
+// One RLVR domain's scored samples for a step (docs/pipelines.md), from actor_infer through the
 // prompt-affinity router and from the domain's reward cluster:
-//   rollout_batch   every prompt of a batch at once (n samples each), scored by DP_MP_COMPUTE;
-//                   validation uses it as it is.
-//   rollout_level0  generate_opt_level 0: rounds of batch_size prompts through rollout_batch, the
-//                   query filter after the rewards, until batch_size prompts have passed.
-//   rollout_level1  generate_opt_level 1: the streaming scheduler (streaming_rollout.h), each
-//                   prompt scored on the next reward rank of the domain (round robin).
+//   generate_and_score  every prompt of a batch at once (n samples each), scored by
+//                       DP_MP_COMPUTE; validation uses it as it is.
+//   rollout_level0      generate_opt_level 0: rounds of batch_size prompts through
+//                       generate_and_score, the query filter after the rewards, until batch_size
+//                       prompts have passed.
+//   rollout_level1      generate_opt_level 1: the streaming scheduler (streaming_rollout.h), each
+//                       prompt scored on the next reward rank of the domain (round robin).
 // Prompt k drawn in the step (k counts from 0 over every round) is request `<rid_prefix>-k` with
 // seed seed_base + k, so a run repeats. Both levels stop with a roll::Error once one pass over the
 // domain's rows has not filled the batch (ROLL keeps drawing forever).
@@ -54,7 +55,7 @@ struct RolloutContext {
 };
 
 // `prompts` as collated; first_id numbers them (requests and seeds) from there.
-Batch rollout_batch(const RolloutContext& ctx, runtime::Cluster& reward, const Batch& prompts, int64_t first_id = 0);
+Batch generate_and_score(const RolloutContext& ctx, runtime::Cluster& reward, const Batch& prompts, int64_t first_id = 0);
 
 struct DomainRolloutSpec {
   std::string domain;

@@ -1,5 +1,5 @@
 #pragma once
-// Finished generations -> the training Batch (spec 1.6 postprocess_generate, 1.8 layout):
+// Finished generations -> the training Batch (docs/pipelines.md postprocess_generate, 1.8 layout):
 //   input_ids, attention_mask, position_ids, response_mask, prompt_mask  [B·n, S], right padded:
 //     prompt tokens (left padding removed) then the response, cut at S;
 //   prompts [B·n, prompt_length] (as collated, left padded), responses [B·n, S − prompt_length];

@@ -17,7 +17,7 @@ namespace roll::pipeline {
 rl::MetricMap compute_domain_advantages(Batch& d, const config::PipelineConfig& c, const std::string& domain,
                                         rl::RunningMomentsMap& running, rl::KlController& kl);
 
-// Token rewards (spec 3.1: reward on the last token, KL penalty, clip) and advantages (spec 3.2)
+// Token rewards (docs/rl.md: reward on the last token, KL penalty, clip) and advantages (docs/rl.md)
 // from `response_level_rewards` [B]; sets token_level_rewards, advantages, raw_advantages and
 // returns on `b` (which holds attention_mask, position_ids, response_mask, old/ref log-probs and,
 // with gae, values). `advantage_mask` [B, S-1]: fm (RLVR) or response_mask[:, 1:] (agentic).

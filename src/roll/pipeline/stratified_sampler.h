@@ -1,5 +1,5 @@
 #pragma once
-// How a batch is shared among domains (spec 4.1 and ROLL's roll/datasets/sampler.py).
+// How a batch is shared among domains (docs/pipelines.md and ROLL's roll/datasets/sampler.py).
 //
 // split_batch: ROLL's rule, used both by the RLVR pipeline (per-domain prompts per step, ratios as
 // given) and by BatchStratifiedSampler (ratios normalised first): domains in the given order,

@@ -1,5 +1,5 @@
 #pragma once
-// One domain's rollout of one RLVR step at generate_opt_level 1 (spec 1.6): prompts start one by
+// One domain's rollout of one RLVR step at generate_opt_level 1 (docs/pipelines.md): prompts start one by
 // one as the PromptBudget allows; each prompt's n samples are generated, scored, passed through
 // the query filter and committed, or dropped so that a replacement prompt takes the slot (dynamic
 // sampling). Once batch_size prompts are committed, the prompts still generating are aborted and
@@ -29,7 +29,7 @@ struct StreamingOps {
   std::function<void(int64_t id, const Batch& prompt, Generated done)> generate;
   // Asks for prompt `id`'s generation to stop; its `done` still runs (with whatever it has).
   std::function<void(int64_t id)> abort;
-  // Scores what `generate` answered: prompt `id`'s rollout rows (spec 1.6) with tensor `scores` [n]
+  // Scores what `generate` answered: prompt `id`'s rollout rows (docs/pipelines.md) with tensor `scores` [n]
   // and, optionally, meta "reward_metrics". Called on the scheduler's thread.
   std::function<void(int64_t id, RequestOutput output, Done done)> score;
   // Why a worker the rollout depends on is gone, checked while waiting (may be empty).

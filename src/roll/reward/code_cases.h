@@ -1,5 +1,5 @@
 #pragma once
-// The pure half of ROLL's local code reward (spec 5.2, `cal_local_test`): getting the code out of a
+// The pure half of ROLL's local code reward (docs/rewards.md, `cal_local_test`): getting the code out of a
 // response and turning a sample's test cases into the Python programs the sandbox runs, plus the
 // stdout comparison of the stdin/stdout cases. Nothing here runs anything (code_reward.h does).
 #include <nlohmann/json_fwd.hpp>

@@ -1,5 +1,5 @@
 #pragma once
-// ROLL's CodeSandboxRewardWorker in local mode (spec 5.2, `cal_local_test`): extract the code from a
+// ROLL's CodeSandboxRewardWorker in local mode (docs/rewards.md, `cal_local_test`): extract the code from a
 // response, run the sample's test cases with Debian's python3 in the Sandbox, and score 1 when every
 // case passes, else 0. Errors are classified as ROLL does (info only; the score stays 0/1).
 #include <nlohmann/json_fwd.hpp>

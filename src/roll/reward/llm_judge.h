@@ -1,5 +1,5 @@
 #pragma once
-// The text side of ROLL's LLMJudgeRewardWorker (spec 5.3): the judge's prompt from a template and
+// The text side of ROLL's LLMJudgeRewardWorker (docs/rewards.md): the judge's prompt from a template and
 // a sample, and the verdict read from the judge's answer. The model that answers lives in the
 // reward worker (workers/llm_judge_scorer.h).
 //   question  the text after the last "user\n" of the decoded prompt (ROLL), cut at the chat

@@ -1,4 +1,4 @@
-// Answer extraction (spec 5.1 steps 1-2). Every scan here is linear in the text: responses can be
+// Answer extraction (docs/rewards.md steps 1-2). Every scan here is linear in the text: responses can be
 // megabytes long and the worker side runs this without a time limit.
 #include "roll/reward/math_answer.h"
 

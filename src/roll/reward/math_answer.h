@@ -1,5 +1,5 @@
 #pragma once
-// Answer extraction for the math_rule reward (spec 5.1 steps 1-2): which part of a response is the
+// Answer extraction for the math_rule reward (docs/rewards.md steps 1-2): which part of a response is the
 // answer. Pure string work, no GiNaC: the worker side runs it, the verifier process parses the result.
 #include <optional>
 #include <string>
@@ -11,7 +11,7 @@ namespace roll::reward {
 // Spec 5.1: "<|endoftext|>" and "<pad>" are removed from decoded prompts and responses.
 std::string remove_special_tokens(std::string_view text);
 
-// ROLL's `_extract_after_last_end_think(response, prompt)` (spec 5.1 step 1, quirk 14 reproduced):
+// ROLL's `_extract_after_last_end_think(response, prompt)` (docs/rewards.md step 1, quirk 14 reproduced):
 // the stripped text after the last "</think>", else after the last "\n\n", else "". Returns "" when
 // the think tags are malformed (prompt ending in "<think>" and the response has "<think>" or more
 // than one "</think>"; otherwise more than one "</think>" or a "<think>" not at position 0).

@@ -1,5 +1,5 @@
 #pragma once
-// When are two translated answers the same? (spec 5.1 step 3, `verify(gold, pred)`). Runs in the
+// When are two translated answers the same? (docs/rewards.md step 3, `verify(gold, pred)`). Runs in the
 // verifier process only (GiNaC).
 //   scalars: exact comparison when both are rational (complex rational) numbers; else GiNaC normal()
 //   of the difference is 0; else numeric evaluation at kEvalDigits digits (symbols substituted by

@@ -1,4 +1,4 @@
-// MathRuleReward (spec 5.1): extraction here, parsing and comparison in the verifier process.
+// MathRuleReward (docs/rewards.md): extraction here, parsing and comparison in the verifier process.
 #include "roll/reward/math_rule_reward.h"
 
 namespace roll::reward {

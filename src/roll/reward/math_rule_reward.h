@@ -1,5 +1,5 @@
 #pragma once
-// MathRuleReward: ROLL's MathRuleRewardWorker scoring (spec 5.1) for one sample. Given the decoded
+// MathRuleReward: ROLL's MathRuleRewardWorker scoring (docs/rewards.md) for one sample. Given the decoded
 // response and prompt (special tokens included; "<|endoftext|>" and "<pad>" are removed here) and
 // the ground truth, returns 1 when the answer is equivalent to the ground truth and 0 otherwise;
 // response_level_rewards = scores = that value. The failure class says why a 0 is a 0. The unused

@@ -1,5 +1,5 @@
 #pragma once
-// The outcome classes of one math_rule verification (spec 5.1: anything but kCorrect scores 0).
+// The outcome classes of one math_rule verification (docs/rewards.md: anything but kCorrect scores 0).
 #include <string_view>
 
 namespace roll::reward {

@@ -1,5 +1,5 @@
 #pragma once
-// A throwaway jail for untrusted code (DESIGN section 1, "code sandbox"). One run is
+// A throwaway jail for untrusted code (docs/design.md section 1, "code sandbox"). One run is
 //
 //   bwrap  (new pid/net/ipc/uts/cgroup namespaces, --die-with-parent, only /usr and a few /etc files
 //           read-only, fresh /proc and /dev, private size-capped /tmp, the run's files under /sandbox,

@@ -1,5 +1,5 @@
 #pragma once
-// Advantage estimators (spec 3.2): ROLL's compute_advantage and its agentic twin in one function.
+// Advantage estimators (docs/rl.md): ROLL's compute_advantage and its agentic twin in one function.
 #include <ATen/core/Tensor.h>
 
 #include <optional>

@@ -1,5 +1,5 @@
 #pragma once
-// Agentic reward shaping and normalisation (spec 3.4): ROLL's compute_response_level_rewards,
+// Agentic reward shaping and normalisation (docs/rl.md): ROLL's compute_response_level_rewards,
 // agentic_reward_norm, build_state_group and compute_discounted_returns.
 #include <ATen/core/Tensor.h>
 

@@ -1,5 +1,5 @@
 #pragma once
-// Loss aggregation (spec 3.8, ROLL's agg_loss) and the train-step loss scale.
+// Loss aggregation (docs/rl.md, ROLL's agg_loss) and the train-step loss scale.
 #include <ATen/core/Tensor.h>
 
 #include <cstdint>

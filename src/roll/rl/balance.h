@@ -1,5 +1,5 @@
 #pragma once
-// Workload balancing over data-parallel ranks and micro-batches (spec 3.8 batch_balance, 3.12 sequence
+// Workload balancing over data-parallel ranks and micro-batches (docs/rl.md batch_balance, 3.12 sequence
 // packing `load_balance`): a Karmarkar–Karp (largest differencing) partition that reproduces ROLL's
 // get_seqlen_balanced_partitions exactly, heap tie-breaking included.
 #include <ATen/core/Tensor.h>

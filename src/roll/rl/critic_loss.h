@@ -1,5 +1,5 @@
 #pragma once
-// Critic (value) loss of the GAE path (spec 3.11).
+// Critic (value) loss of the GAE path (docs/rl.md).
 #include <ATen/core/Tensor.h>
 
 #include <optional>

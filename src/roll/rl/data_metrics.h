@@ -1,5 +1,5 @@
 #pragma once
-// Per-step data metrics with ROLL's names (spec 4.4; roll/utils/metrics/metrics_manager.py): token
+// Per-step data metrics with ROLL's names (docs/pipelines.md; roll/utils/metrics/metrics_manager.py): token
 // lengths, critic/* score/reward/advantage statistics, group/* statistics over the n samples of a
 // prompt, and mask usage. A score of 1 counts as correct and 0 as incorrect, as in ROLL.
 #include <ATen/core/Tensor.h>

@@ -1,5 +1,5 @@
 #pragma once
-// Token-budget dynamic micro-batching (spec 3.12, roll/utils/dynamic_batching.py) as index plans: the
+// Token-budget dynamic micro-batching (docs/rl.md, roll/utils/dynamic_batching.py) as index plans: the
 // caller reorders the batch by `order` and slices/narrows tensors by the returned ranges and lengths.
 #include <array>
 #include <cstdint>

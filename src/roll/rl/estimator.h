@@ -1,5 +1,5 @@
 #pragma once
-// ROLL's `adv_estimator` and reward-normalisation names (spec 2.3, 3.1, 3.2) as enums. parse_* accept
+// ROLL's `adv_estimator` and reward-normalisation names (docs/config.md, docs/rl.md) as enums. parse_* accept
 // exactly ROLL's strings and raise roll::Error naming the bad value and the accepted ones.
 #include <string_view>
 

@@ -1,5 +1,5 @@
 #pragma once
-// KL estimators (spec 3.3) and the KL coefficient controllers (spec 3.1).
+// KL estimators (docs/rl.md) and the KL coefficient controllers (docs/rl.md).
 #include <ATen/core/Tensor.h>
 
 #include <optional>

@@ -1,5 +1,5 @@
 #pragma once
-// Sample-level masks of RLVR (spec 3.6, get_sample_level_mask) and the agentic counterpart.
+// Sample-level masks of RLVR (docs/rl.md, get_sample_level_mask) and the agentic counterpart.
 #include <ATen/core/Tensor.h>
 
 #include <cstdint>

@@ -1,5 +1,5 @@
 #pragma once
-// Actor policy losses (spec 3.5, 3.10): PPO clip (symmetric / asymmetric, dual clip) over token,
+// Actor policy losses (docs/rl.md): PPO clip (symmetric / asymmetric, dual clip) over token,
 // sequence (GSPO) or segment ratios; the off-policy pg_variants; k3 KL loss, entropy bonus, sample
 // weights, rl_loss_coef; with ROLL's actor/* metrics.
 #include <ATen/core/Tensor.h>
@@ -56,7 +56,7 @@ struct PolicyLossInputs {
   at::Tensor response_mask;        // m [B, T]
   at::Tensor final_response_mask;  // fm [B, T] (m × sample mask × filters); undefined -> m
   at::Tensor entropy;              // H [B, T]; needed when entropy_loss_coef > 0
-  at::Tensor is_weight;            // train-infer IS weight [B, T] (spec 3.9), multiplies the token loss
+  at::Tensor is_weight;            // train-infer IS weight [B, T] (docs/rl.md), multiplies the token loss
   at::Tensor sample_weights;       // [B] (compute_sample_weights); undefined -> ones
   at::Tensor scores;               // [B], topr splits samples by score > 0
   AggNorm norm_final;              // global normalisers of fm

@@ -1,5 +1,5 @@
 #pragma once
-// Prompt-level dynamic filtering (spec 3.7, RLVR `query_filter_config`): decides from the n
+// Prompt-level dynamic filtering (docs/rl.md, RLVR `query_filter_config`): decides from the n
 // response-level rewards of one prompt whether the prompt is kept (DAPO-style dynamic sampling).
 #include <ATen/core/Tensor.h>
 

@@ -1,5 +1,5 @@
 #pragma once
-// Response-level reward post-processing and token-level rewards for RLVR (spec 3.1).
+// Response-level reward post-processing and token-level rewards for RLVR (docs/rl.md).
 #include <ATen/core/Tensor.h>
 
 #include <map>

@@ -1,5 +1,5 @@
 #pragma once
-// Train–infer mismatch correction (spec 3.9, roll/utils/train_infer_corrections.py): ratios and
+// Train–infer mismatch correction (docs/rl.md, roll/utils/train_infer_corrections.py): ratios and
 // probability differences between the training engine's ℓ_old and the inference engine's ℓ_inf, an
 // importance-sampling weight, and filters that mask tokens whose mismatch is out of range.
 #include <ATen/core/Tensor.h>

@@ -1,5 +1,5 @@
 #pragma once
-// A worker process the driver started (DESIGN section 3): posix_spawn + exec, never a bare fork of
+// A worker process the driver started (docs/design.md section 3): posix_spawn + exec, never a bare fork of
 // a threaded process. Its stdout and stderr arrive on one pipe that a reader thread forwards to
 // the driver's stderr, prefixed with the worker's name as Ray prefixes actor output, and keeps the
 // last lines for failure reports. Exit is seen through a pidfd, not through the RPC sockets.

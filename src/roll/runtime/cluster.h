@@ -1,8 +1,8 @@
 #pragma once
-// The driver-side proxy of one role (ROLL's Cluster, spec 1.2): N worker processes, one per rank,
+// The driver-side proxy of one role (ROLL's Cluster, docs/runtime.md): N worker processes, one per rank,
 // each behind an RpcClient. Calls go out with a dispatch mode and come back as a ClusterFuture.
 // A worker that exits fails every call pending on it, and every later one, with its name, rank,
-// node, exit status and last log lines (DESIGN section 3).
+// node, exit status and last log lines (docs/design.md section 3).
 #include <chrono>
 #include <future>
 #include <memory>

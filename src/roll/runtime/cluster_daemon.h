@@ -1,5 +1,5 @@
 #pragma once
-// The daemons of a manual cluster (the seed's Method B, `roll start`; DESIGN section 3).
+// The daemons of a manual cluster (the seed's Method B, `roll start`; docs/design.md section 3).
 // The head daemon hosts the cluster's store at --port on every interface, takes node joins at any
 // time, watches their heartbeats and the running jobs, and publishes the ClusterView. A node
 // agent joins the head, registers its address and devices, heartbeats, and serves the jobs the

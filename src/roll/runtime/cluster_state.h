@@ -1,5 +1,5 @@
 #pragma once
-// The state files of a manual cluster (the seed's Method B; DESIGN section 3): `roll start` writes
+// The state files of a manual cluster (the seed's Method B; docs/design.md section 3): `roll start` writes
 // one per daemon it leaves running on this machine (head.json, agent.json) under
 // $ROLL_CLUSTER_DIR (default /tmp/rollcpp), so that `roll status`, `roll stop` and a pipeline run
 // later on this machine find the cluster, as Ray's `ray status` finds its head.

@@ -1,5 +1,5 @@
 #pragma once
-// Process plumbing of `roll start`'s daemons (DESIGN section 3): starting one detached (own
+// Process plumbing of `roll start`'s daemons (docs/design.md section 3): starting one detached (own
 // session, output to its log file) and waiting until it says it is ready, the daemon's side of
 // that pipe, its stop signals, and refusing a second daemon of the same role on one machine.
 #include <chrono>

@@ -1,5 +1,5 @@
 #pragma once
-// ROLL's dispatch modes (spec 1.2, `decorator.py`) as pure functions: how one driver call becomes
+// ROLL's dispatch modes (docs/runtime.md, `decorator.py`) as pure functions: how one driver call becomes
 // per-rank arguments, and how per-rank results become the call's result.
 //   one_to_all      every rank gets the arguments; the result is every rank's output
 //   one_to_all_one  every rank gets the arguments; the result is rank 0's output

@@ -1,5 +1,5 @@
 #pragma once
-// A node agent (nodes 1..WORLD_SIZE-1 of a multi-node job; DESIGN section 3): after joining, it
+// A node agent (nodes 1..WORLD_SIZE-1 of a multi-node job; docs/design.md section 3): after joining, it
 // starts the workers the head asks for (with the head's WorkerLaunch variables over this node's
 // environment), reports their pids and exits, bumps this node's heartbeat, and watches the head's.
 // It returns 0 when the head reports success, non-zero with the reason when the head reports a

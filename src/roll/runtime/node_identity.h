@@ -1,5 +1,5 @@
 #pragma once
-// Who this node is in a multi-node job (spec 7; DESIGN section 3): its rank among the nodes, how
+// Who this node is in a multi-node job (docs/runtime.md; docs/design.md section 3): its rank among the nodes, how
 // many nodes there are and where the head is, read from RANK / WORLD_SIZE / MASTER_ADDR /
 // MASTER_PORT (the seed's Method A), else from mpirun's OMPI_COMM_WORLD_* or srun's SLURM_*; and
 // the address other nodes reach it at. Pure functions of an environment lookup.

@@ -1,5 +1,5 @@
 #pragma once
-// Joining a multi-node job (spec 7, the seed's Method A): the head hosts the store at
+// Joining a multi-node job (docs/runtime.md, the seed's Method A): the head hosts the store at
 // MASTER_PORT; every other node waits for it (a TCP probe every 2 s up to ROLL_HEAD_WAIT_TIMEOUT),
 // connects, and registers; then every node logs the seed's progress line each second until
 // WORLD_SIZE nodes are in, and the cluster's resources.

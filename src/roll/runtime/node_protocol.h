@@ -1,6 +1,6 @@
 #pragma once
 // What the head and the node agents of a multi-node job say to each other through the head's
-// rendezvous store (DESIGN section 3). Everything is a key under "nodes/" or "run/":
+// rendezvous store (docs/design.md section 3). Everything is a key under "nodes/" or "run/":
 //   nodes/<k>                   the node's NodeInfo (JSON), written when it joins
 //   nodes/joined                how many nodes have joined (add)
 //   nodes/<k>/heartbeat         a counter the node's agent bumps every second

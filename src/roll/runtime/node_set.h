@@ -1,5 +1,5 @@
 #pragma once
-// The head's view of a multi-node job (DESIGN section 3): the store it hosts, every node that
+// The head's view of a multi-node job (docs/design.md section 3): the store it hosts, every node that
 // joined, and a monitor thread that bumps the head's heartbeat, watches every node's heartbeat,
 // and relays what the node agents report about the workers they started for the head (pid,
 // exit). A node whose heartbeat stops for ROLL_HEARTBEAT_TIMEOUT is lost: each of its workers

@@ -1,6 +1,6 @@
 #pragma once
 // What a worker process hosts. runtime/ knows no role: workers/ (and tests) register factories
-// by role name, and the worker host creates the one its launch names (DESIGN section 2).
+// by role name, and the worker host creates the one its launch names (docs/design.md section 2).
 #include <functional>
 #include <memory>
 #include <optional>

@@ -2,7 +2,7 @@
 // The caller's side: a DEALER socket to one server endpoint, owned by one thread, so call() is
 // safe from any thread. Results come back as futures. When the peer is known dead (the driver saw
 // the worker process exit), fail_all() fails every pending and later call with that reason:
-// death is never inferred from the socket (DESIGN section 3).
+// death is never inferred from the socket (docs/design.md section 3).
 #include <chrono>
 #include <functional>
 #include <future>

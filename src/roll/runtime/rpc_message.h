@@ -1,5 +1,5 @@
 #pragma once
-// What travels between processes on the control plane (DESIGN section 1): a msgpack header
+// What travels between processes on the control plane (docs/design.md section 1): a msgpack header
 // (call id, kind, method, JSON arguments) and, when a call carries a Batch, its header and raw
 // tensor frames (never JSON). One multipart ZeroMQ message per call or reply.
 #include <cstdint>

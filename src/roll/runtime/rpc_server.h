@@ -1,5 +1,5 @@
 #pragma once
-// The worker side of a call (DESIGN section 3): a ROUTER socket served by one thread. Methods are
+// The worker side of a call (docs/design.md section 3): a ROUTER socket served by one thread. Methods are
 // registered by name with how they run:
 //   serial  - on one executor thread, in arrival order (ROLL's workers with max_concurrency 1:
 //             train_step, compute_log_probs, checkpoint, ...);

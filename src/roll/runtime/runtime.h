@@ -1,5 +1,5 @@
 #pragma once
-// The driver's side of a run on one node (DESIGN section 3): hosts the store, starts clusters of
+// The driver's side of a run on one node (docs/design.md section 3): hosts the store, starts clusters of
 // worker processes from a PlacementPlan, and stops them all on shutdown, on Ctrl-C or SIGTERM, and
 // when the driver dies (workers set PR_SET_PDEATHSIG). On the head of a multi-node job it uses
 // the NodeSet's store, binds to this node's address, and starts the workers placed on node k > 0
@@ -53,7 +53,7 @@ class Runtime {
   std::vector<std::shared_ptr<Cluster>> start(std::vector<ClusterSpec> specs);
   std::shared_ptr<Cluster> start(ClusterSpec spec);
 
-  // ATen threads for a worker (DESIGN section 3): cores x its slots / slots per node, at least 1;
+  // ATen threads for a worker (docs/design.md section 3): cores x its slots / slots per node, at least 1;
   // CPU-only workers get 1. `node_cores` > 0: the cores of the worker's (other) node.
   int threads_for(const config::WorkerPlacement& worker, int devices_per_node, int node_cores = 0) const;
 

@@ -1,5 +1,5 @@
 #pragma once
-// The worker side of a run (DESIGN section 3): `roll worker` (or a test binary) started by the
+// The worker side of a run (docs/design.md section 3): `roll worker` (or a test binary) started by the
 // driver with a WorkerLaunch in its environment. It dies with the driver, logs to ROLL's per-rank
 // file, sets its thread count, joins the store, loads the job's config when the driver published
 // one, creates its role, publishes its RPC endpoint and serves until told to stop.

@@ -34,7 +34,7 @@ struct WorkerLaunch {
   std::map<std::string, std::string> to_env() const;
   // Reads them back; throws roll::Error naming a missing or malformed variable.
   static WorkerLaunch from_env();
-  // <log_dir>/log_rank_<WORKER_NAME>_<RANK>_<WORLD_SIZE>.log (spec 9.3)
+  // <log_dir>/log_rank_<WORKER_NAME>_<RANK>_<WORLD_SIZE>.log (docs/runtime.md)
   std::string log_file() const;
 };
 

@@ -7,7 +7,7 @@
 namespace roll::track {
 
 const std::vector<ChartSpec>& report_chart_specs() {
-  // Names as ROLL's pipelines log them (spec 9.2); `tokens/` is the agentic pipeline's prefix,
+  // Names as ROLL's pipelines log them (docs/pipelines.md); `tokens/` is the agentic pipeline's prefix,
   // `token/` the RLVR pipeline's.
   static const std::vector<ChartSpec> specs = {
       {"rewards", "Rewards and score", "mean per step",

@@ -1,5 +1,5 @@
 #pragma once
-// Trackers (spec 9.4, ROLL's roll/utils/tracking.py): where a pipeline's per-step metrics go.
+// Trackers (docs/tracking.md, ROLL's roll/utils/tracking.py): where a pipeline's per-step metrics go.
 // `track_with` names one: tensorboard (event files), jsonl (our extension: one JSON line per
 // step), stdout (log lines), "" (nothing). wandb, swanlab and trackio need network access and
 // are refused. See docs/tracking.md.

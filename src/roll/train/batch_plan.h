@@ -1,5 +1,5 @@
 #pragma once
-// Which rows of a worker's batch each micro-batch trains on (spec 3.8): `ppo_epochs` passes over
+// Which rows of a worker's batch each micro-batch trains on (docs/rl.md): `ppo_epochs` passes over
 // the rows, each shuffled by one generator seeded with `seed`, cut into mini-batches of
 // per_device_train_batch_size x gradient_accumulation_steps rows (one optimizer step each; the
 // last may be short) and those into micro-batches of per_device_train_batch_size rows.

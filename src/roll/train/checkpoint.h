@@ -1,5 +1,5 @@
 #pragma once
-// Training checkpoints (spec 9.1/9.2): <root>/checkpoint-<step>/ holds the HF model (config.json,
+// Training checkpoints (docs/pipelines.md/9.2): <root>/checkpoint-<step>/ holds the HF model (config.json,
 // safetensors in the model dtype, the tokenizer files copied from the model directory), and
 // train_state/rank-<r>-of-<n>.safetensors per rank (optimizer moments, fp32 master weights when the
 // model is bf16, CPU RNG state; steps and layout in its metadata), and manifest.json listing every

@@ -1,5 +1,5 @@
 #pragma once
-// Gradient-norm math of the train step (spec 3.8): total L2 norm over a list of gradients, the clip
+// Gradient-norm math of the train step (docs/rl.md): total L2 norm over a list of gradients, the clip
 // coefficient, in-place clipping, and the non-finite check that skips an optimizer step.
 #include <ATen/core/Tensor.h>
 

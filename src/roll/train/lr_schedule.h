@@ -10,7 +10,7 @@ namespace roll::train {
 class LrSchedule {
  public:
   // type: linear | cosine | constant | constant_with_warmup (others: roll::Error naming them).
-  // warmup = warmup_steps if > 0, else ceil(total_steps * warmup_ratio) (spec 2.6).
+  // warmup = warmup_steps if > 0, else ceil(total_steps * warmup_ratio) (docs/config.md).
   LrSchedule(std::string type, double base_lr, int64_t total_steps, int64_t warmup_steps, double warmup_ratio);
 
   double multiplier(int64_t step) const;

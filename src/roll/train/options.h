@@ -21,7 +21,7 @@ struct TrainOptions {
   double warmup_ratio = 0.0;   // warmup = ceil(total_steps * ratio)
   int64_t total_steps = 1;     // optimizer steps the schedule spans (already ÷ dp size)
 
-  // Step mechanics (spec 3.8).
+  // Step mechanics (docs/rl.md).
   int64_t per_device_train_batch_size = 8;
   int64_t gradient_accumulation_steps = 1;
   double max_grad_norm = 1.0;  // <= 0: no clipping (the norm is still computed and reported)

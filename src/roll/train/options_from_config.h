@@ -14,7 +14,7 @@
 namespace roll::train {
 
 // `dp_size`: data-parallel ranks of the worker (the LR schedule spans max_steps / dp_size
-// optimizer steps, spec 2.6). `ppo_epochs`: passes per train call (the actor: pipeline.ppo_epochs;
+// optimizer steps, docs/config.md). `ppo_epochs`: passes per train call (the actor: pipeline.ppo_epochs;
 // the critic: 1).
 TrainOptions train_options_from_config(const config::PipelineConfig& pipeline, const config::WorkerConfig& worker,
                                        int64_t dp_size, int64_t ppo_epochs);

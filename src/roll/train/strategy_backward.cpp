@@ -116,7 +116,7 @@ void TrainStrategy::backward(const at::Tensor& loss) {
   }
   s.next_launch = 0;
   // ROLL's backends divide each micro-batch loss by gradient_accumulation_steps and average the
-  // gradients over data-parallel ranks (the caller's loss scale undoes both, spec 3.8). Dividing
+  // gradients over data-parallel ranks (the caller's loss scale undoes both, docs/rl.md). Dividing
   // the loss here makes the all-reduce sum the average.
   const double scale = 1.0 / static_cast<double>(s.opt.gradient_accumulation_steps * s.world);
   at::Tensor scaled = scale == 1.0 ? loss : loss * scale;

@@ -1,4 +1,4 @@
-// The actor_train role (spec 1.2): an ActorTrainer behind the RPC server, and the sending side of
+// The actor_train role (docs/runtime.md): an ActorTrainer behind the RPC server, and the sending side of
 // the model update (train rank 0 broadcasts or writes the shared-memory file).
 // The methods it binds, and their payloads, are in rpc_methods.h.
 #include <fmt/format.h>

@@ -104,7 +104,7 @@ at::Tensor ActorTrainer::Impl::micro_loss(const Inputs& in, const std::vector<in
 
   rl::PolicyLossInputs pin;
   if (recompute) {
-    // The pipeline applied the train-infer correction to the whole batch (spec 3.9).
+    // The pipeline applied the train-infer correction to the whole batch (docs/rl.md).
     pin.is_weight = sel(in.is_weight);
   } else {
     rl::TrainInferResult ti = rl::train_infer_correction(m, old, sel(in.infer), train_infer, norm_response);
@@ -194,7 +194,7 @@ Batch ActorTrainer::train_step(const Batch& batch) {
   rl::MetricMap metrics;
   for (const train::MiniBatchPlan& mini :
        train::plan_mini_batches(B, o.per_device_train_batch_size, o.gradient_accumulation_steps, o.ppo_epochs, o.seed)) {
-    // Global normalisers of this backward mini-batch (spec 3.8): tokens and valid samples of m and
+    // Global normalisers of this backward mini-batch (docs/rl.md): tokens and valid samples of m and
     // fm, summed over the data-parallel ranks (at least 1, as ROLL).
     std::vector<int64_t> rows;
     for (const auto& micro : mini.micro_batches) rows.insert(rows.end(), micro.begin(), micro.end());

@@ -7,7 +7,7 @@
 //   Batch lp = actor.compute_log_probs(batch);    // log_probs, entropy [B, S-1]
 //   Batch out = actor.train_step(batch);          // out.meta["metrics"]: actor/pg_loss@sum, ...
 //
-// train_step (spec 3.5, 3.8-3.10): ppo_epochs passes over the rank's rows in plan_mini_batches
+// train_step (docs/rl.md): ppo_epochs passes over the rank's rows in plan_mini_batches
 // order; per mini-batch the normalisers of m = response_mask[:, 1:] and fm = final_response_mask
 // are summed over the ranks, every micro-batch loss (rl::policy_loss) is scaled by
 // rl::loss_scale_factor and one optimizer step follows. See docs/workers.md.

@@ -1,4 +1,4 @@
-// The critic role (spec 1.2): a CriticTrainer behind the RPC server.
+// The critic role (docs/runtime.md): a CriticTrainer behind the RPC server.
 // The methods it binds, and their payloads, are in rpc_methods.h.
 #include "roll/workers/critic_trainer.h"
 #include "roll/workers/register_roles.h"

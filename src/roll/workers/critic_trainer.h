@@ -1,6 +1,6 @@
 #pragma once
 // The critic of the GAE path (ROLL's CriticWorker): a value-head model trained on the returns,
-// one epoch per pipeline step (spec 3.11). One instance per data-parallel rank; train_step and
+// one epoch per pipeline step (docs/rl.md). One instance per data-parallel rank; train_step and
 // checkpoints are collective.
 //
 //   CriticTrainer critic(pipeline, pipeline.critic, model_dir, rank, world, group);

@@ -1,5 +1,5 @@
 #pragma once
-// Counts summed over the data-parallel ranks of a role (the global loss normalisers of spec 3.8).
+// Counts summed over the data-parallel ranks of a role (the global loss normalisers of docs/rl.md).
 #include <cstdint>
 #include <string>
 #include <vector>

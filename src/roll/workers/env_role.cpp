@@ -1,10 +1,10 @@
-// The train_env / val_env role (ROLL's EnvironmentWorker, spec 6.1): a CPU worker hosting its share
+// The train_env / val_env role (ROLL's EnvironmentWorker, docs/agentic.md): a CPU worker hosting its share
 // of the fleet's envs (agentic/env_layout.h), one env manager per env, each on its own thread. The
 // driver hosts the router and the GroupQueueManager as services and passes their endpoints to
 // start_rollout (methods and payloads: rpc_methods.h). A group's seed is start_rollout's seed plus
 // the group's config-time seed; stop_rollout aborts each manager's request in flight and ends its
 // wait for an episode before joining the threads.
-// An env thread that fails ends the worker process, so the driver reports it (DESIGN section 3:
+// An env thread that fails ends the worker process, so the driver reports it (docs/design.md section 3:
 // failure is seen from process exit) with the error in the worker's last log lines.
 #include <atomic>
 #include <condition_variable>

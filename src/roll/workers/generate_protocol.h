@@ -1,6 +1,6 @@
 #pragma once
-// The one place a generate request and its answer become JSON and back (DESIGN section 3;
-// spec 1.6). On the wire:
+// The one place a generate request and its answer become JSON and back (docs/design.md section 3;
+// docs/pipelines.md). On the wire:
 //   generate_request {rid, input_ids, sampling_params{temperature, top_p, top_k, n, max_new_tokens,
 //                     repetition_penalty, seed, stop_token_ids, stop, include_stop_str_in_output},
 //                     affinity_key (to a router only)}

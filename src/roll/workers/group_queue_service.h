@@ -1,5 +1,5 @@
 #pragma once
-// The GroupQueueManager as a service (spec 1.7; DESIGN section 3): the driver hosts the queue and
+// The GroupQueueManager as a service (docs/agentic.md; docs/design.md section 3): the driver hosts the queue and
 // env workers ask it for episodes and hand their rollouts back (get_episode, put, env_exit:
 // rpc_methods.h). get_episode is inline: its answer waits, without blocking the socket thread,
 // until the group has an episode for the env; {episode_id: null} means the queue is finished or

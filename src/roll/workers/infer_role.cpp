@@ -1,5 +1,5 @@
 // The actor_infer role (ROLL's InferWorker with a vllm/sglang strategy): our engine behind the
-// generate_request service (DESIGN section 3). The methods and their payloads are in
+// generate_request service (docs/design.md section 3). The methods and their payloads are in
 // rpc_methods.h: generate_request, abort, suspend and resume run inline on the socket thread, the
 // rest (engine control, weight sync) serially.
 #include <chrono>

@@ -1,5 +1,5 @@
 #pragma once
-// The llm_judge reward with judge_model_type: inference (spec 5.3) inside a reward worker: the
+// The llm_judge reward with judge_model_type: inference (docs/rewards.md) inside a reward worker: the
 // judge model (the domain's model_args.model_name_or_path, else reward_pretrain) served by our
 // engine (workers/infer_service.h) on the worker's own devices. Each sample becomes the judge
 // prompt of reward/llm_judge.h, rendered as one user turn with the domain's chat template

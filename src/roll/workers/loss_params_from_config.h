@@ -7,7 +7,7 @@
 
 namespace roll::workers {
 
-// The agentic ActorWorker's loss (spec 3.5, last paragraph): fm = m, no sample weights, no
+// The agentic ActorWorker's loss (docs/rl.md, last paragraph): fm = m, no sample weights, no
 // rl_loss_coef, `ratio_type` (token | segment) instead of `importance_sampling` (token | seq).
 bool agentic_loss(const config::PipelineConfig& pipeline);
 

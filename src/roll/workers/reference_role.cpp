@@ -1,4 +1,4 @@
-// The reference role (spec 1.2): a ReferenceModel's log-probs behind the RPC server.
+// The reference role (docs/runtime.md): a ReferenceModel's log-probs behind the RPC server.
 // The methods it binds, and their payloads, are in rpc_methods.h.
 #include "roll/workers/reference_model.h"
 #include "roll/workers/register_roles.h"

@@ -1,5 +1,5 @@
 #pragma once
-// Registers the roles of workers/ with the runtime (DESIGN section 2: runtime/ knows no role).
+// Registers the roles of workers/ with the runtime (docs/design.md section 2: runtime/ knows no role).
 // `roll` calls register_builtin_roles() before it parses its command line; so do the tests.
 namespace roll::workers {
 

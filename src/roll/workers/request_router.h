@@ -1,5 +1,5 @@
 #pragma once
-// ROLL's RouterManager (spec 1.6): spreads generate requests over the infer ranks.
+// ROLL's RouterManager (docs/pipelines.md): spreads generate requests over the infer ranks.
 //   prompt_affinity (RLVR): every request of one prompt (affinity key) goes to the same rank;
 //     a new key takes the least-loaded rank whose load is under max_running_requests; load is
 //     the credit of the requests in flight (n samples each). With every rank full, requests wait.

@@ -1,4 +1,4 @@
-// The reward-<domain> role (spec 5): a CPU worker scoring samples of one domain. The kind comes
+// The reward-<domain> role (docs/rewards.md): a CPU worker scoring samples of one domain. The kind comes
 // from the domain's worker_cls (ROLL's class path) or, in tests, options["reward_type"]:
 //   math_rule     MathRuleReward (one verifier process per worker, restarted on timeout)
 //   code_sandbox  CodeSandboxReward, local mode (bwrap sandbox)

@@ -20,7 +20,7 @@ void check_role_rank(const std::string& role, int rank, int world, const std::sh
 }
 
 void check_train_features(const config::WorkerConfig& worker, const std::string& role) {
-  // ROLL cuts the mini-batches by token budget on the driver (spec 3.12); the trainers take
+  // ROLL cuts the mini-batches by token budget on the driver (docs/rl.md); the trainers take
   // per_device_train_batch_size rows.
   if (worker.use_dynamic_batching_in_train) throw NotSupportedError(role + ".use_dynamic_batching_in_train: true");
 }

@@ -10,7 +10,7 @@
 // The loss is ROLL's op_compute_language_loss: cross-entropy of the label tokens (labels != -100;
 // the collator's labels are already shifted, labels[:, t] is the token predicted at position t),
 // summed and divided by the label tokens of the whole backward mini-batch over all data-parallel
-// ranks (spec 3.8 token-mean). Micro-batches of per_device_train_batch_size in batch order (the
+// ranks (docs/rl.md token-mean). Micro-batches of per_device_train_batch_size in batch order (the
 // strategy does not shuffle), gradient_accumulation_steps per optimizer step, each loss scaled by
 // rl::loss_scale_factor, grad clipping and the LR schedule of the strategy. See docs/sft.md.
 #include <cstdint>

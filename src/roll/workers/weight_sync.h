@@ -1,5 +1,5 @@
 #pragma once
-// Train -> infer weight sync (spec 1.5; DESIGN section 3).
+// Train -> infer weight sync (docs/runtime.md; docs/design.md section 3).
 //   broadcast: train rank 0 is rank 0 of a "model update" process group whose other ranks are the
 //     infer workers; it sends the names, dtypes and shapes first, then the tensors packed into
 //     byte buckets of at most model_update_buffer_size_mb (one collective per bucket, any dtype:
