@@ -4,6 +4,7 @@
 #include <malloc.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <cstdlib>
 
 #include "roll/comm/store.h"
@@ -27,6 +28,12 @@ int run_worker_host() {
     return 2;
   }
   die_with_parent(launch.driver_pid);
+  // A peer that dies mid-collective closes its sockets, and Gloo's next write raises SIGPIPE,
+  // whose default action would kill this worker before the failure is reported (the job's error
+  // then names this worker, not the lost peer). Ignored, the write fails with EPIPE and the call
+  // fails with Gloo's "connection closed by peer <address>", which names the node. Processes this
+  // worker spawns get the default back (posix_spawn with POSIX_SPAWN_SETSIGDEF).
+  std::signal(SIGPIPE, SIG_IGN);
   // Tensors are allocated and freed every micro-batch. Above glibc's mmap threshold each one is a
   // fresh mmap whose pages the kernel faults in and zeroes (most of a small model's train time);
   // the threshold is raised to its maximum (32 MiB on 64-bit) and the heap is not trimmed, so
