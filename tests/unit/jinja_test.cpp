@@ -16,12 +16,12 @@
 
 #include <nlohmann/json.hpp>
 
-#include "roll/model/jinja_error.h"
-#include "roll/model/jinja_json.h"
-#include "roll/model/jinja_python.h"
-#include "roll/model/jinja_template.h"
+#include "roll/jinja/error.h"
+#include "roll/jinja/json.h"
+#include "roll/jinja/python.h"
+#include "roll/jinja/template.h"
 
-using namespace roll::model::jinja;
+using namespace roll::jinja;
 using ojson = nlohmann::ordered_json;
 
 namespace {
@@ -197,7 +197,7 @@ const Snippet kSnippets[] = {
 
 }  // namespace
 
-TEST(ModelJinjaOracle, SnippetsRenderAsPythonJinja) {
+TEST(JinjaOracle, SnippetsRenderAsPythonJinja) {
   ojson cases = ojson::array();
   for (const Snippet& s : kSnippets) cases.push_back({{"source", s.source}, {"context", ojson::parse(s.context)}});
   const auto expected = run_oracle(cases);
@@ -225,7 +225,7 @@ TEST(ModelJinjaOracle, SnippetsRenderAsPythonJinja) {
   EXPECT_GT(rendered, 100);
 }
 
-TEST(ModelJinja, SyntaxErrorsNameTheLine) {
+TEST(Jinja, SyntaxErrorsNameTheLine) {
   const TemplateError e = error_of("line one\n{% if x %}\n{{ 1 + }}\n{% endif %}");
   EXPECT_EQ(e.line(), 3);
   EXPECT_NE(std::string(e.what()).find("template 'test' line 3"), std::string::npos) << e.what();
@@ -238,7 +238,7 @@ TEST(ModelJinja, SyntaxErrorsNameTheLine) {
   EXPECT_NE(std::string(error_of("{% break %}").what()).find("outside of a loop"), std::string::npos);
 }
 
-TEST(ModelJinja, RuntimeErrorsNameTheLineOfTheExpression) {
+TEST(Jinja, RuntimeErrorsNameTheLineOfTheExpression) {
   const TemplateError e = error_of("ok\n{% for m in messages %}\n{{ m.content.text.x }}\n{% endfor %}",
                                    {{"messages", {{{"content", {{"a", 1}}}}}}});
   EXPECT_EQ(e.line(), 3);
@@ -253,7 +253,7 @@ TEST(ModelJinja, RuntimeErrorsNameTheLineOfTheExpression) {
             std::string::npos);
 }
 
-TEST(ModelJinja, RaiseExceptionCarriesTheMessage) {
+TEST(Jinja, RaiseExceptionCarriesTheMessage) {
   const TemplateError e = error_of("a\n\n{{ raise_exception('Conversation roles must alternate ' ~ 'user/assistant') }}");
   EXPECT_EQ(e.message(), "Conversation roles must alternate user/assistant");
   EXPECT_EQ(e.line(), 3);
@@ -261,7 +261,7 @@ TEST(ModelJinja, RaiseExceptionCarriesTheMessage) {
   EXPECT_THROW(render("{{ raise_exception('x') }}"), roll::Error);
 }
 
-TEST(ModelJinja, WhitespaceControlAsHuggingFaceConfiguresIt) {
+TEST(Jinja, WhitespaceControlAsHuggingFaceConfiguresIt) {
   // trim_blocks drops the newline after a block tag; lstrip_blocks the indentation before it.
   EXPECT_EQ(render("{% if true %}\n  yes\n  {% endif %}\nend"), "  yes\nend");
   EXPECT_EQ(render("  {%- if true %}x{% endif -%}  \n y"), "xy");
@@ -273,7 +273,7 @@ TEST(ModelJinja, WhitespaceControlAsHuggingFaceConfiguresIt) {
   EXPECT_EQ(render("a\r\nb\r\n\r\n"), "a\nb\n");
 }
 
-TEST(ModelJinja, ScopesFollowJinja) {
+TEST(Jinja, ScopesFollowJinja) {
   // A set inside a loop body lasts one iteration; a namespace carries state out.
   EXPECT_EQ(render("{% set x = 0 %}{% for i in [1, 2] %}{{ x }}{% set x = i %}{{ x }}{% endfor %}{{ x }}"), "01020");
   EXPECT_EQ(render("{% set ns = namespace(n=0) %}{% for i in [1, 2, 3] %}{% set ns.n = ns.n + i %}{% endfor %}{{ ns.n }}"),
@@ -285,7 +285,7 @@ TEST(ModelJinja, ScopesFollowJinja) {
   EXPECT_NE(std::string(error_of("{% set x = 1 %}{% set x.y = 2 %}").what()).find("non-namespace"), std::string::npos);
 }
 
-TEST(ModelJinja, LoopVariables) {
+TEST(Jinja, LoopVariables) {
   EXPECT_EQ(render("{% for c in 'abc' %}{{ loop.index }}{{ loop.revindex0 }}{% if loop.first %}F{% endif %}"
                    "{% if loop.last %}L{% endif %}{{ loop.length }}{% endfor %}"),
             "12F321330L3");
@@ -298,7 +298,7 @@ TEST(ModelJinja, LoopVariables) {
             "0246");
 }
 
-TEST(ModelJinja, ValuesPrintAsPython) {
+TEST(Jinja, ValuesPrintAsPython) {
   EXPECT_EQ(py::repr_float(0.1 + 0.2), "0.30000000000000004");
   EXPECT_EQ(py::repr_float(1e16), "1e+16");
   EXPECT_EQ(py::repr_float(1e15), "1000000000000000.0");
@@ -310,7 +310,7 @@ TEST(ModelJinja, ValuesPrintAsPython) {
   EXPECT_EQ(render("{{ s[::-1] }}|{{ s[1:3] }}|{{ s|length }}", {{"s", "h\u00e9llo"}}), "oll\u00e9h|\u00e9l|5");
 }
 
-TEST(ModelJinja, ToJsonIsPythonJsonDumps) {
+TEST(Jinja, ToJsonIsPythonJsonDumps) {
   const ojson x = {{"name", "f"}, {"args", {{"b", {1, 2.5, nullptr, true}}, {"a", "\u65e5 \"q\"\n"}}}, {"e", ojson::object()}};
   EXPECT_EQ(dumps(from_json(x)), R"({"name": "f", "args": {"b": [1, 2.5, null, true], "a": "日 \"q\"\n"}, "e": {}})");
   EXPECT_EQ(render("{{ x|tojson(indent=2) }}", {{"x", {{"a", {1}}, {"b", ojson::array()}}}}),
@@ -321,7 +321,7 @@ TEST(ModelJinja, ToJsonIsPythonJsonDumps) {
   EXPECT_NE(std::string(error_of("{{ undefined_name|tojson }}").what()).find("not JSON serializable"), std::string::npos);
 }
 
-TEST(ModelJinja, StrftimeNowUsesLocalTime) {
+TEST(Jinja, StrftimeNowUsesLocalTime) {
   const std::time_t now = std::time(nullptr);
   std::tm tm{};
   localtime_r(&now, &tm);
@@ -330,12 +330,12 @@ TEST(ModelJinja, StrftimeNowUsesLocalTime) {
   EXPECT_EQ(render("{{ strftime_now('%d %b %Y') }}"), buf);
 }
 
-TEST(ModelJinja, RunawayRecursionIsAnErrorNotACrash) {
+TEST(Jinja, RunawayRecursionIsAnErrorNotACrash) {
   const TemplateError e = error_of("{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}");
   EXPECT_NE(std::string(e.what()).find("recursed too deeply"), std::string::npos) << e.what();
 }
 
-TEST(ModelJinja, TemplateIsReusableAndContextIsNotModified) {
+TEST(Jinja, TemplateIsReusableAndContextIsNotModified) {
   const Template t("{% set messages = messages[1:] %}{{ messages|length }}", "reuse");
   const Value ctx = from_json(ojson{{"messages", {1, 2, 3}}});
   EXPECT_EQ(t.render(ctx.as_dict()), "2");

@@ -6,9 +6,9 @@
 #include <utility>
 #include <vector>
 
-#include "roll/model/jinja_value.h"
+#include "roll/jinja/value.h"
 
-namespace roll::model::jinja {
+namespace roll::jinja {
 
 struct Expr {
   enum class Kind { Literal, Name, List, Dict, GetAttr, GetItem, Slice, Call, Filter, Test, Unary, Binary, Compare, Condition };
@@ -196,4 +196,4 @@ struct FilterBlockStmt : Stmt {  // {% filter upper %}...{% endfilter %}
   Body body;
 };
 
-}  // namespace roll::model::jinja
+}  // namespace roll::jinja

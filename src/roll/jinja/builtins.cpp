@@ -1,4 +1,4 @@
-#include "roll/model/jinja_builtins.h"
+#include "roll/jinja/builtins.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -9,11 +9,11 @@
 
 #include "roll/core/error.h"
 #include "roll/core/html_escape.h"
-#include "roll/model/jinja_json.h"
-#include "roll/model/jinja_ops.h"
-#include "roll/model/jinja_python.h"
+#include "roll/jinja/json.h"
+#include "roll/jinja/ops.h"
+#include "roll/jinja/python.h"
 
-namespace roll::model::jinja {
+namespace roll::jinja {
 
 namespace {
 
@@ -683,4 +683,4 @@ const ValueDict& globals() {
   return g;
 }
 
-}  // namespace roll::model::jinja
+}  // namespace roll::jinja

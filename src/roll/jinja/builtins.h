@@ -6,9 +6,9 @@
 #include <optional>
 #include <string>
 
-#include "roll/model/jinja_value.h"
+#include "roll/jinja/value.h"
 
-namespace roll::model::jinja {
+namespace roll::jinja {
 
 Value apply_filter(const std::string& name, const Value& value, const CallArgs& args);
 bool apply_test(const std::string& name, const Value& value, const CallArgs& args);
@@ -19,4 +19,4 @@ std::optional<Value> method(const Value& object, const std::string& name);
 // Global functions visible to every template.
 const ValueDict& globals();
 
-}  // namespace roll::model::jinja
+}  // namespace roll::jinja

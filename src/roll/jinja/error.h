@@ -6,7 +6,7 @@
 
 #include "roll/core/error.h"
 
-namespace roll::model::jinja {
+namespace roll::jinja {
 
 class TemplateError : public roll::Error {
  public:
@@ -23,4 +23,4 @@ class TemplateError : public roll::Error {
   std::string message_;
 };
 
-}  // namespace roll::model::jinja
+}  // namespace roll::jinja

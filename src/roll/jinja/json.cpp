@@ -1,4 +1,4 @@
-#include "roll/model/jinja_json.h"
+#include "roll/jinja/json.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -7,9 +7,9 @@
 #include <nlohmann/json.hpp>
 
 #include "roll/core/error.h"
-#include "roll/model/jinja_python.h"
+#include "roll/jinja/python.h"
 
-namespace roll::model::jinja {
+namespace roll::jinja {
 
 namespace {
 
@@ -164,4 +164,4 @@ std::string dumps(const Value& v, const DumpOptions& options) {
   return std::move(d.out);
 }
 
-}  // namespace roll::model::jinja
+}  // namespace roll::jinja

@@ -8,9 +8,9 @@
 
 #include <nlohmann/json_fwd.hpp>
 
-#include "roll/model/jinja_value.h"
+#include "roll/jinja/value.h"
 
-namespace roll::model::jinja {
+namespace roll::jinja {
 
 Value from_json(const nlohmann::json& j);
 Value from_json(const nlohmann::ordered_json& j);
@@ -25,4 +25,4 @@ struct DumpOptions {
 // Undefined, namespaces and functions are not serialisable: roll::Error, as Python's TypeError.
 std::string dumps(const Value& v, const DumpOptions& options = {});
 
-}  // namespace roll::model::jinja
+}  // namespace roll::jinja

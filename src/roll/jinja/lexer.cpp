@@ -1,13 +1,13 @@
-#include "roll/model/jinja_lexer.h"
+#include "roll/jinja/lexer.h"
 
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 
-#include "roll/model/jinja_error.h"
-#include "roll/model/jinja_python.h"
+#include "roll/jinja/error.h"
+#include "roll/jinja/python.h"
 
-namespace roll::model::jinja {
+namespace roll::jinja {
 
 namespace {
 
@@ -417,4 +417,4 @@ std::vector<Token> tokenize(std::string_view source, const std::string& template
   return Lexer(source, template_name, options).run();
 }
 
-}  // namespace roll::model::jinja
+}  // namespace roll::jinja

@@ -7,7 +7,7 @@
 #include <string_view>
 #include <vector>
 
-namespace roll::model::jinja {
+namespace roll::jinja {
 
 enum class TokenType { Data, VariableBegin, VariableEnd, BlockBegin, BlockEnd, Name, String, Integer, Float, Operator, End };
 
@@ -28,4 +28,4 @@ struct LexerOptions {
 // Syntax errors are TemplateError naming `template_name` and the line.
 std::vector<Token> tokenize(std::string_view source, const std::string& template_name, const LexerOptions& options);
 
-}  // namespace roll::model::jinja
+}  // namespace roll::jinja

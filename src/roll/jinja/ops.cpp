@@ -1,13 +1,13 @@
-#include "roll/model/jinja_ops.h"
+#include "roll/jinja/ops.h"
 
 #include <cmath>
 
 #include "roll/core/error.h"
 #include "roll/core/html_escape.h"
-#include "roll/model/jinja_builtins.h"
-#include "roll/model/jinja_python.h"
+#include "roll/jinja/builtins.h"
+#include "roll/jinja/python.h"
 
-namespace roll::model::jinja {
+namespace roll::jinja {
 
 namespace {
 
@@ -236,4 +236,4 @@ Value get_path(const Value& object, const std::string& path) {
   }
 }
 
-}  // namespace roll::model::jinja
+}  // namespace roll::jinja

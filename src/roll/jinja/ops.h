@@ -6,10 +6,10 @@
 #include <optional>
 #include <string>
 
-#include "roll/model/jinja_ast.h"
-#include "roll/model/jinja_value.h"
+#include "roll/jinja/ast.h"
+#include "roll/jinja/value.h"
 
-namespace roll::model::jinja {
+namespace roll::jinja {
 
 Value get_attr(const Value& object, const std::string& name);
 Value get_item(const Value& object, const Value& key);
@@ -25,4 +25,4 @@ ValueList iterate(const Value& v);
 // Jinja's make_attrgetter: "a.b.0" walks attributes and integer items.
 Value get_path(const Value& object, const std::string& path);
 
-}  // namespace roll::model::jinja
+}  // namespace roll::jinja

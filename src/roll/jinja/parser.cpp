@@ -1,12 +1,12 @@
-#include "roll/model/jinja_parser.h"
+#include "roll/jinja/parser.h"
 
 #include <algorithm>
 #include <initializer_list>
 #include <string_view>
 
-#include "roll/model/jinja_error.h"
+#include "roll/jinja/error.h"
 
-namespace roll::model::jinja {
+namespace roll::jinja {
 
 namespace {
 
@@ -623,4 +623,4 @@ Body parse(const std::vector<Token>& tokens, const std::string& template_name) {
   return Parser(tokens, template_name).parse_template();
 }
 
-}  // namespace roll::model::jinja
+}  // namespace roll::jinja

@@ -7,11 +7,11 @@
 #include <string>
 #include <vector>
 
-#include "roll/model/jinja_ast.h"
-#include "roll/model/jinja_lexer.h"
+#include "roll/jinja/ast.h"
+#include "roll/jinja/lexer.h"
 
-namespace roll::model::jinja {
+namespace roll::jinja {
 
 Body parse(const std::vector<Token>& tokens, const std::string& template_name);
 
-}  // namespace roll::model::jinja
+}  // namespace roll::jinja

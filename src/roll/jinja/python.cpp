@@ -1,4 +1,4 @@
-#include "roll/model/jinja_python.h"
+#include "roll/jinja/python.h"
 
 #include <charconv>
 #include <cmath>
@@ -9,7 +9,7 @@
 
 #include "roll/core/error.h"
 
-namespace roll::model::jinja::py {
+namespace roll::jinja::py {
 
 std::u32string decode(std::string_view s) {
   std::u32string out;
@@ -374,4 +374,4 @@ double floor_mod(double a, double b) {
   return r;
 }
 
-}  // namespace roll::model::jinja::py
+}  // namespace roll::jinja::py

@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-namespace roll::model::jinja::py {
+namespace roll::jinja::py {
 
 // Code points of UTF-8 text; a byte that is not valid UTF-8 stands for itself, so no input fails.
 std::u32string decode(std::string_view s);
@@ -46,4 +46,4 @@ std::int64_t floor_div(std::int64_t a, std::int64_t b);
 std::int64_t floor_mod(std::int64_t a, std::int64_t b);
 double floor_mod(double a, double b);
 
-}  // namespace roll::model::jinja::py
+}  // namespace roll::jinja::py

@@ -1,13 +1,13 @@
-#include "roll/model/jinja_render.h"
+#include "roll/jinja/render.h"
 
 #include <optional>
 
 #include "roll/core/error.h"
-#include "roll/model/jinja_builtins.h"
-#include "roll/model/jinja_error.h"
-#include "roll/model/jinja_ops.h"
+#include "roll/jinja/builtins.h"
+#include "roll/jinja/error.h"
+#include "roll/jinja/ops.h"
 
-namespace roll::model::jinja {
+namespace roll::jinja {
 
 namespace {
 
@@ -368,4 +368,4 @@ std::string render(const Body& body, const std::string& template_name, const Val
   return Renderer(template_name).run(body, context);
 }
 
-}  // namespace roll::model::jinja
+}  // namespace roll::jinja

@@ -5,11 +5,11 @@
 // raise_exception(), becomes a TemplateError naming the template line it happened on.
 #include <string>
 
-#include "roll/model/jinja_ast.h"
-#include "roll/model/jinja_value.h"
+#include "roll/jinja/ast.h"
+#include "roll/jinja/value.h"
 
-namespace roll::model::jinja {
+namespace roll::jinja {
 
 std::string render(const Body& body, const std::string& template_name, const ValueDict& context);
 
-}  // namespace roll::model::jinja
+}  // namespace roll::jinja

@@ -1,10 +1,10 @@
-#include "roll/model/jinja_template.h"
+#include "roll/jinja/template.h"
 
-#include "roll/model/jinja_lexer.h"
-#include "roll/model/jinja_parser.h"
-#include "roll/model/jinja_render.h"
+#include "roll/jinja/lexer.h"
+#include "roll/jinja/parser.h"
+#include "roll/jinja/render.h"
 
-namespace roll::model::jinja {
+namespace roll::jinja {
 
 struct Template::Program {
   Body body;
@@ -18,4 +18,4 @@ Template::Template(std::string_view source, std::string name) : name_(std::move(
 
 std::string Template::render(const ValueDict& context) const { return jinja::render(program_->body, name_, context); }
 
-}  // namespace roll::model::jinja
+}  // namespace roll::jinja

@@ -4,14 +4,14 @@
 // and similar). It renders with HF's settings: trim_blocks and lstrip_blocks on, the
 // loopcontrols extension (break/continue), no autoescaping, tojson as json.dumps(ensure_ascii=False),
 // and raise_exception/strftime_now as globals. Syntax and runtime errors are TemplateError
-// (jinja_error.h) naming the template and line.
+// (error.h) naming the template and line.
 #include <memory>
 #include <string>
 #include <string_view>
 
-#include "roll/model/jinja_value.h"
+#include "roll/jinja/value.h"
 
-namespace roll::model::jinja {
+namespace roll::jinja {
 
 class Template {
  public:
@@ -25,4 +25,4 @@ class Template {
   std::shared_ptr<const Program> program_;
 };
 
-}  // namespace roll::model::jinja
+}  // namespace roll::jinja

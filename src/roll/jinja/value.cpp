@@ -1,9 +1,9 @@
-#include "roll/model/jinja_value.h"
+#include "roll/jinja/value.h"
 
 #include "roll/core/error.h"
-#include "roll/model/jinja_python.h"
+#include "roll/jinja/python.h"
 
-namespace roll::model::jinja {
+namespace roll::jinja {
 
 const Value* ValueDict::find(std::string_view key) const {
   for (const auto& [k, v] : items_)
@@ -207,4 +207,4 @@ std::string to_repr(const Value& v) {
   return to_str(v);
 }
 
-}  // namespace roll::model::jinja
+}  // namespace roll::jinja

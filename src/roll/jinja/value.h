@@ -15,7 +15,7 @@
 #include <variant>
 #include <vector>
 
-namespace roll::model::jinja {
+namespace roll::jinja {
 
 class Value;
 using ValueList = std::vector<Value>;
@@ -130,4 +130,4 @@ bool less(const Value& a, const Value& b);    // <
 std::string to_str(const Value& v);           // str(); Undefined renders as ""
 std::string to_repr(const Value& v);          // repr()
 
-}  // namespace roll::model::jinja
+}  // namespace roll::jinja

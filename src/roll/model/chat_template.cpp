@@ -8,8 +8,8 @@
 #include <nlohmann/json.hpp>
 
 #include "roll/core/error.h"
-#include "roll/model/jinja_json.h"
-#include "roll/model/jinja_template.h"
+#include "roll/jinja/json.h"
+#include "roll/jinja/template.h"
 
 namespace roll::model {
 
