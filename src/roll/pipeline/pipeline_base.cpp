@@ -200,14 +200,15 @@ namespace {
 // ROLL's batch_balance before the actor's train step (docs/rl.md): the samples are reordered so that
 // each data-parallel rank's contiguous block carries about the same workload (24576·len + len²),
 // which keeps the ranks from waiting on the one with the longest sequences. Logs
-// global_seqlen/actor_train/*. A batch that does not split evenly over the ranks keeps its order.
+// global_seqlen/actor_train/*. A batch that does not split evenly over the ranks keeps its order,
+// and so does one for a single rank (nothing to balance; the copy would buy nothing).
 Batch balanced_for_train(const Batch& batch, int64_t dp_size, Metrics& m) {
   if (dp_size < 1 || batch.size() % dp_size != 0) return batch;
   const at::Tensor lens_t = batch.tensor("attention_mask").sum(1).to(at::kLong).contiguous();
   const std::vector<int64_t> lens(lens_t.data_ptr<int64_t>(), lens_t.data_ptr<int64_t>() + lens_t.numel());
   rl::BalanceResult r = rl::batch_balance(lens, dp_size, "global_seqlen/actor_train");
   for (auto& [k, v] : r.metrics.reduce()) m[k] = v;
-  return batch.take(r.order);
+  return dp_size == 1 ? batch : batch.take(r.order);
 }
 
 }  // namespace
