@@ -137,7 +137,7 @@ TEST(ConfigKeyRegistry, ConsumersReadTheMember) {
     if (e.use != KeyUse::consumed) continue;
     const std::string file(e.detail);
     EXPECT_TRUE(file.starts_with("src/roll/")) << e.key << ": " << file;
-    EXPECT_NE(file, "src/roll/config/schema.h") << e.key;
+    EXPECT_FALSE(file.starts_with("src/roll/config/") && file.ends_with(".h")) << e.key << ": " << file;
     EXPECT_NE(file, "src/roll/config/reader.cpp") << e.key;
     if (!files.count(file)) files[file] = read_text(source_dir() + "/" + file);
     const std::string& text = files[file];

@@ -43,7 +43,13 @@ TEST(RlTrainInferCorrection, MetricsIsWeightAndFilter) {
   Fixture f;
   TrainInferParams p;
   p.is_weight.enabled = true;
-  p.filters.push_back(MismatchFilter{true});
+  p.is_weight.upper_bound = 1.2;  // ROLL's defaults (config/rl_config.h)
+  MismatchFilter ratio;
+  ratio.enabled = true;
+  ratio.ratio_enabled = true;
+  ratio.ratio_low = 0.8;
+  ratio.ratio_high = 1.2;
+  p.filters.push_back(ratio);
   TrainInferResult r = train_infer_correction(f.mask, f.old, f.inf, p);
   EXPECT_NEAR(r.metrics.last("actor/train_infer_ratio_token_mean@sum"), 1.5, 1e-5);
   EXPECT_NEAR(r.metrics.last("actor/train_infer_ratio_sequence_mean@sum"), 2.0, 1e-5);
@@ -67,6 +73,7 @@ TEST(RlTrainInferCorrection, DiffFilterAndGlobalNormalisers) {
   diff.agg_type = parse_mismatch_granularity("sequence");
   diff.ratio_enabled = false;
   diff.diff_enabled = true;
+  diff.diff_low = -0.2;
   diff.diff_high = 0.2;
   p.filters.push_back(diff);
   TrainInferResult r = train_infer_correction(f.mask, f.old, f.inf, p, AggNorm{4.0, 2.0});

@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "roll/config/node.h"
+#include "roll/config/reader.h"
 #include "roll/core/error.h"
 #include "roll/track/crc32c.h"
 #include "roll/track/hparams.h"
@@ -261,7 +262,7 @@ TEST(TrackTracker, MakeTrackerFromConfigLogsHparams) {
   c.track_with = "jsonl";
   c.seed = 7;
   const auto start = std::chrono::system_clock::now();
-  auto t = track::make_tracker(c, start);
+  auto t = track::make_tracker(c, roll::config::write_pipeline_config(c), start);
   t->log(0, {{"a", 1}});
   t->finish();
   const fs::path dir = track::tracker_log_dir(c, start);

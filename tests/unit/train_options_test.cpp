@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "roll/config/node.h"
+#include "roll/config/pipeline_config.h"
 #include "roll/core/error.h"
 #include "roll/train/options_from_config.h"
 
@@ -35,7 +36,7 @@ TEST(TrainOptionsFromConfig, TrainingArgumentsAndSchedule) {
   p.max_ckpt_to_keep = 3;
   config::WorkerConfig w = worker("deepspeed_train", "");
   w.model_args.disable_gradient_checkpointing = true;
-  auto o = train::train_options_from_config(p, w, 4, p.ppo_epochs);
+  auto o = train::train_options_from_config(p, p.max_grad_norm, w, 4, p.ppo_epochs);
   EXPECT_DOUBLE_EQ(o.learning_rate, 1e-6);
   EXPECT_EQ(o.total_steps, 25);  // max_steps / dp_size
   EXPECT_EQ(o.gradient_accumulation_steps, 4);
@@ -52,7 +53,7 @@ TEST(TrainOptionsFromConfig, TrainingArgumentsAndSchedule) {
 TEST(TrainOptionsFromConfig, StrategyNamesSelectZeroStages) {
   config::PipelineConfig p;
   auto stage = [&](const std::string& s, const std::string& c) {
-    return train::train_options_from_config(p, worker(s, c), 2, 1).zero_stage;
+    return train::train_options_from_config(p, p.max_grad_norm, worker(s, c), 2, 1).zero_stage;
   };
   EXPECT_EQ(stage("deepspeed_train", "{zero_optimization: {stage: 2}}"), 2);
   EXPECT_EQ(stage("deepspeed_train", "{zero_optimization: {stage: 3}}"), 3);
@@ -61,7 +62,7 @@ TEST(TrainOptionsFromConfig, StrategyNamesSelectZeroStages) {
   EXPECT_EQ(stage("megatron_train", ""), 0);
   EXPECT_EQ(stage("megatron_train", "{use_distributed_optimizer: true}"), 1);
   auto o = train::train_options_from_config(
-      p, worker("fsdp2_train", "{fsdp_size: 2, reduce_dtype: bf16, offload_policy: true}"), 4, 1);
+      p, p.max_grad_norm, worker("fsdp2_train", "{fsdp_size: 2, reduce_dtype: bf16, offload_policy: true}"), 4, 1);
   EXPECT_TRUE(o.offload_optimizer);
   std::string notes;
   for (auto& n : o.notes) notes += n + "\n";
@@ -72,17 +73,17 @@ TEST(TrainOptionsFromConfig, StrategyNamesSelectZeroStages) {
 TEST(TrainOptionsFromConfig, ErrorsNameTheKey) {
   config::PipelineConfig p;
   try {
-    train::train_options_from_config(p, worker("hf_infer", ""), 1, 1);
+    train::train_options_from_config(p, p.max_grad_norm, worker("hf_infer", ""), 1, 1);
     FAIL();
   } catch (const ConfigError& e) {
     EXPECT_EQ(e.key(), "actor_train.strategy_args.strategy_name");
   }
   config::WorkerConfig fp16 = worker("deepspeed_train", "");
   fp16.model_args.dtype = "fp16";
-  EXPECT_THROW(train::train_options_from_config(p, fp16, 1, 1), ConfigError);
-  EXPECT_THROW(train::train_options_from_config(p, worker("deepspeed_train", "{zero_optimization: {stage: 4}}"), 1, 1),
+  EXPECT_THROW(train::train_options_from_config(p, p.max_grad_norm, fp16, 1, 1), ConfigError);
+  EXPECT_THROW(train::train_options_from_config(p, p.max_grad_norm, worker("deepspeed_train", "{zero_optimization: {stage: 4}}"), 1, 1),
                ConfigError);
-  EXPECT_THROW(train::train_options_from_config(p, worker("deepspeed_train", "{zero_optimization: {stage: two}}"), 1, 1),
+  EXPECT_THROW(train::train_options_from_config(p, p.max_grad_norm, worker("deepspeed_train", "{zero_optimization: {stage: two}}"), 1, 1),
                ConfigError);
 }
 
@@ -94,7 +95,7 @@ TEST(TrainOptionsFromConfig, RollDeepspeedIncludes) {
     config::NodePtr root = config::load_yaml_file((dir / (std::string(file) + ".yaml")).string());
     config::WorkerConfig w = worker("deepspeed_train", "");
     w.strategy_args->strategy_config = root->get(file);
-    return train::train_options_from_config(p, w, 2, 1);
+    return train::train_options_from_config(p, p.max_grad_norm, w, 2, 1);
   };
   EXPECT_EQ(from("deepspeed_zero").zero_stage, 0);
   EXPECT_EQ(from("deepspeed_zero2").zero_stage, 2);

@@ -127,6 +127,7 @@ rl::TrainInferParams to_train_infer(const ActorCase& c) {
     rl::MismatchFilter f;
     f.enabled = true;
     f.agg_type = rl::MismatchGranularity::token;
+    f.ratio_enabled = true;
     f.ratio_low = 0.96;
     f.ratio_high = 1.04;
     t.filters.push_back(f);

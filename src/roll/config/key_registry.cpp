@@ -23,8 +23,8 @@ constexpr std::string_view kProfiler = "no profiler in rollcpp";
 constexpr std::string_view kDistill = "distillation is not supported in rollcpp";
 constexpr std::string_view kLegacyTopr = "ROLL's legacy TOPR switch; use pg_variant: topr with topr_*_weight";
 
-// One entry per key, grouped per struct in schema.h order. A consumed key names the file that
-// reads its value (not schema.h or reader.cpp); derive.cpp counts only where the value derives
+// One entry per key, grouped per struct in visit order. A consumed key names the file that
+// reads its value (not a config struct's header or reader.cpp); derive.cpp counts only where the value derives
 // another value or refuses a setting rollcpp cannot honour.
 constexpr KeyEntry kRegistry[] = {
     // ModelArguments

@@ -1,5 +1,5 @@
 #pragma once
-// The registry of every key the schema (schema.h) accepts. Each key is either consumed, naming the
+// The registry of every key the typed config (config/*_config.h, *_args.h) accepts. Each key is either consumed, naming the
 // source file that reads its value, or ignored, with the reason shown to the user: a config that
 // sets an ignored key gets one warning from load_config, so no accepted key is silently without
 // effect. A unit test fails on a schema key without an entry and on an entry no struct lists.

@@ -1,5 +1,5 @@
 #pragma once
-// Reads a resolved config tree into the typed structs of schema.h through their `visit`.
+// Reads a resolved config tree into the typed structs of schema.h (one header per area) through their `visit`.
 // Type errors are collected with key, file and line; keys no struct lists are reported as unknown.
 #include <string>
 

@@ -7,6 +7,7 @@
 
 #include <ATen/ATen.h>
 
+#include "roll/config/reader.h"
 #include "roll/core/error.h"
 #include "roll/core/log.h"
 #include "roll/core/progress.h"
@@ -335,7 +336,7 @@ std::string PipelineBase::progress_postfix(const Metrics& m) const {
 
 int PipelineBase::run() {
   const auto& c = config();
-  tracker_ = track::make_tracker(c);
+  tracker_ = track::make_tracker(c, config::write_pipeline_config(c));
   start_clusters();
   on_started();
   if (options_.eval_only) return run_eval_only();

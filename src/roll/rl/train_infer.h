@@ -4,6 +4,7 @@
 // importance-sampling weight, and filters that mask tokens whose mismatch is out of range.
 #include <ATen/core/Tensor.h>
 
+#include <limits>
 #include <optional>
 #include <string_view>
 #include <vector>
@@ -19,21 +20,24 @@ enum class MismatchGranularity { token, geometric, sequence, segment };
 MismatchGranularity parse_mismatch_granularity(std::string_view name);
 std::string_view to_string(MismatchGranularity g);
 
+// ROLL's defaults (upper bound 1.2, ratio [0.8, 1.2], diff [-0.2, 0.2]) are written once, in
+// config/rl_config.h; workers/loss_params_from_config.cpp fills these from it. Left at their
+// initial values they change nothing: no weight clip, and bounds that keep every token.
 struct IsWeightParams {
   bool enabled = false;
   MismatchGranularity weight_type = MismatchGranularity::token;
-  std::optional<double> upper_bound = 1.2;
+  std::optional<double> upper_bound;
   bool detach = true;
 };
 struct MismatchFilter {
   bool enabled = false;
   MismatchGranularity agg_type = MismatchGranularity::token;
-  bool ratio_enabled = true;
-  double ratio_low = 0.8;
-  double ratio_high = 1.2;
+  bool ratio_enabled = false;
+  double ratio_low = -std::numeric_limits<double>::infinity();
+  double ratio_high = std::numeric_limits<double>::infinity();
   bool diff_enabled = false;
-  double diff_low = -0.2;
-  double diff_high = 0.2;
+  double diff_low = -std::numeric_limits<double>::infinity();
+  double diff_high = std::numeric_limits<double>::infinity();
 };
 struct TrainInferParams {
   IsWeightParams is_weight;

@@ -64,7 +64,7 @@ std::string kwarg_string(const config::NodePtr& kwargs, const std::string& key) 
 
 }  // namespace
 
-std::string tracker_log_dir(const config::PipelineConfig& config, std::chrono::system_clock::time_point start) {
+std::string tracker_log_dir(const config::BaseConfig& config, std::chrono::system_clock::time_point start) {
   std::string root = kwarg_string(config.tracker_kwargs, "log_dir");
   if (root.empty()) root = config.output_dir;
   const std::time_t t = std::chrono::system_clock::to_time_t(start);
@@ -87,7 +87,8 @@ std::unique_ptr<Tracker> make_tracker(const std::string& name, const std::string
                                               "stdout, \"\" (none)", name));
 }
 
-std::unique_ptr<Tracker> make_tracker(const config::PipelineConfig& config, std::chrono::system_clock::time_point start) {
+std::unique_ptr<Tracker> make_tracker(const config::BaseConfig& config, const config::NodePtr& written_config,
+                                      std::chrono::system_clock::time_point start) {
   const std::string& name = config.track_with;
   std::string log_dir;
   if (name == "jsonl" || name == "tensorboard") {
@@ -98,7 +99,7 @@ std::unique_ptr<Tracker> make_tracker(const config::PipelineConfig& config, std:
   }
   auto tracker = make_tracker(name, log_dir);
   if (!log_dir.empty()) log::info("{} tracker writes to {}", name, log_dir);
-  tracker->log_hparams(flatten_config(config::write_pipeline_config(config)));
+  tracker->log_hparams(flatten_config(written_config));
   return tracker;
 }
 

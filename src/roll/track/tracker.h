@@ -12,7 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "roll/config/schema.h"
+#include "roll/config/base_config.h"
 
 namespace roll::track {
 
@@ -59,16 +59,17 @@ class MultiTracker : public Tracker {
   std::vector<std::unique_ptr<Tracker>> trackers_;
 };
 
-// Spec 9.4: <tracker_kwargs.log_dir or output_dir>/<exp_name>/<YYYYMMDD-HHMMSS> (local time of `start`).
-std::string tracker_log_dir(const config::PipelineConfig& config, std::chrono::system_clock::time_point start);
+// docs/tracking.md: <tracker_kwargs.log_dir or output_dir>/<exp_name>/<YYYYMMDD-HHMMSS> (local time of `start`).
+std::string tracker_log_dir(const config::BaseConfig& config, std::chrono::system_clock::time_point start);
 
 // The tracker `name` writing under `log_dir` (unused by stdout and ""). ConfigError on key
 // `track_with` for network trackers and unknown names.
 std::unique_ptr<Tracker> make_tracker(const std::string& name, const std::string& log_dir);
 
-// The tracker `config.track_with` names, with the run's hparams (the flattened resolved config)
-// already logged, as ROLL does when it creates a tracker.
-std::unique_ptr<Tracker> make_tracker(const config::PipelineConfig& config,
+// The tracker `config.track_with` names, with the run's hparams already logged, as ROLL does when it
+// creates a tracker: `written_config` is the whole resolved config as a tree
+// (config::write_pipeline_config), logged flattened.
+std::unique_ptr<Tracker> make_tracker(const config::BaseConfig& config, const config::NodePtr& written_config,
                                       std::chrono::system_clock::time_point start = std::chrono::system_clock::now());
 
 }  // namespace roll::track

@@ -36,8 +36,8 @@ std::string text_at(const NodePtr& n, const std::string& fallback) {
 
 }  // namespace
 
-TrainOptions train_options_from_config(const config::PipelineConfig& p, const config::WorkerConfig& w,
-                                       int64_t dp_size, int64_t ppo_epochs) {
+TrainOptions train_options_from_config(const config::BaseConfig& p, double max_grad_norm,
+                                       const config::WorkerConfig& w, int64_t dp_size, int64_t ppo_epochs) {
   const config::TrainingArguments& t = w.training_args;
   const std::string role = w.name.value_or("worker");
   TrainOptions o;
@@ -53,7 +53,7 @@ TrainOptions train_options_from_config(const config::PipelineConfig& p, const co
   o.total_steps = std::max<int64_t>(1, t.max_steps / std::max<int64_t>(1, dp_size));
   o.per_device_train_batch_size = t.per_device_train_batch_size;
   o.gradient_accumulation_steps = t.gradient_accumulation_steps;
-  o.max_grad_norm = p.max_grad_norm;
+  o.max_grad_norm = max_grad_norm;
   o.ppo_epochs = ppo_epochs;
   o.seed = static_cast<uint64_t>(p.seed);
   o.gradient_checkpointing = !w.model_args.disable_gradient_checkpointing;

@@ -8,15 +8,17 @@
 // What was interpreted how is recorded in TrainOptions::notes.
 #include <cstdint>
 
-#include "roll/config/schema.h"
+#include "roll/config/base_config.h"
+#include "roll/config/worker_config.h"
 #include "roll/train/options.h"
 
 namespace roll::train {
 
+// `run`: the top-level seed and max_ckpt_to_keep; `max_grad_norm`: the pipeline's clip (PPOConfig).
 // `dp_size`: data-parallel ranks of the worker (the LR schedule spans max_steps / dp_size
 // optimizer steps, docs/config.md). `ppo_epochs`: passes per train call (the actor: pipeline.ppo_epochs;
 // the critic: 1).
-TrainOptions train_options_from_config(const config::PipelineConfig& pipeline, const config::WorkerConfig& worker,
-                                       int64_t dp_size, int64_t ppo_epochs);
+TrainOptions train_options_from_config(const config::BaseConfig& run, double max_grad_norm,
+                                       const config::WorkerConfig& worker, int64_t dp_size, int64_t ppo_epochs);
 
 }  // namespace roll::train

@@ -134,7 +134,7 @@ ActorTrainer::ActorTrainer(const config::PipelineConfig& pipeline, const config:
                            const std::string& model_dir, int rank, int world_size,
                            std::shared_ptr<comm::ProcessGroup> group)
     : ActorTrainer(pipeline, actor, model_dir, rank, world_size, group,
-                   train::train_options_from_config(pipeline, actor, world_size, pipeline.ppo_epochs)) {}
+                   train::train_options_from_config(pipeline, pipeline.max_grad_norm, actor, world_size, pipeline.ppo_epochs)) {}
 
 ActorTrainer::ActorTrainer(const config::PipelineConfig& pipeline, const config::WorkerConfig& actor,
                            const std::string& model_dir, int rank, int world_size,

@@ -32,7 +32,7 @@ CriticTrainer::CriticTrainer(const config::PipelineConfig& pipeline, const confi
                              const std::string& model_dir, int rank, int world_size,
                              std::shared_ptr<comm::ProcessGroup> group)
     : CriticTrainer(pipeline, critic, model_dir, rank, world_size, group,
-                    train::train_options_from_config(pipeline, critic, world_size, 1)) {}
+                    train::train_options_from_config(pipeline, pipeline.max_grad_norm, critic, world_size, 1)) {}
 
 CriticTrainer::CriticTrainer(const config::PipelineConfig& pipeline, const config::WorkerConfig& critic,
                              const std::string& model_dir, int rank, int world_size,

@@ -1,6 +1,6 @@
 #pragma once
 // ROLL config -> the rl/ loss parameters: the only place that maps the policy-loss knobs of
-// PipelineConfig / actor_train (schema.h) onto rl::PolicyLossParams and rl::TrainInferParams.
+// PipelineConfig / actor_train (ppo_config.h, rl_config.h) onto rl::PolicyLossParams and rl::TrainInferParams.
 #include "roll/config/schema.h"
 #include "roll/rl/policy_loss.h"
 #include "roll/rl/train_infer.h"

@@ -80,7 +80,7 @@ SftTrainer::SftTrainer(const config::PipelineConfig& pipeline, const config::Wor
                        const std::string& model_dir, int rank, int world_size,
                        std::shared_ptr<comm::ProcessGroup> group)
     : SftTrainer(pipeline, worker, model_dir, rank, world_size, group,
-                 train::train_options_from_config(pipeline, worker, world_size, 1)) {}
+                 train::train_options_from_config(pipeline, pipeline.max_grad_norm, worker, world_size, 1)) {}
 
 SftTrainer::SftTrainer(const config::PipelineConfig& pipeline, const config::WorkerConfig& worker,
                        const std::string& model_dir, int rank, int world_size,

@@ -1,0 +1,32 @@
+#pragma once
+// One pipeline's whole config: BaseConfig + PPOConfig + RLVRConfig + AgenticConfig + SFTConfig, as
+// ROLL's dataclasses (docs/config.md). `kind` says which pipeline the file is for; keys of the other
+// pipelines keep their defaults. Each part lists its keys once, in `visit`, which serves loading
+// (reader.h), printing (`roll validate`) and the unknown-key check; fields that ROLL has but rollcpp
+// does not act on are listed as `inert`, so they are accepted, and key_registry.h says for every key
+// whether it is consumed or ignored (a config that sets an ignored key gets a warning naming it).
+#include "roll/config/agentic_config.h"
+#include "roll/config/base_config.h"
+#include "roll/config/ppo_config.h"
+#include "roll/config/rlvr_config.h"
+#include "roll/config/sft_config.h"
+
+namespace roll::config {
+
+enum class PipelineKind { rlvr, agentic, sft };
+const char* pipeline_kind_name(PipelineKind kind);
+
+struct PipelineConfig : BaseConfig, PPOConfig, RLVRConfig, AgenticConfig, SFTConfig {
+  PipelineKind kind = PipelineKind::rlvr;
+
+  template <typename V>
+  void visit(V& v) {  // in this order: `roll validate` prints the keys so
+    BaseConfig::visit(v);
+    PPOConfig::visit(v);
+    RLVRConfig::visit(v);
+    AgenticConfig::visit(v);
+    SFTConfig::visit(v);
+  }
+};
+
+}  // namespace roll::config
