@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "roll/reward/math_rule_reward.h"
+#include "roll/reward/math/math_rule_reward.h"
 
 using namespace roll::reward;
 using Clock = std::chrono::steady_clock;

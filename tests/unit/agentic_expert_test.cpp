@@ -1,12 +1,12 @@
-// The BFS expert and its SFT conversations (agentic/expert_policy.h, expert_data.h).
+// The BFS expert and its SFT conversations (datagen/expert_policy.h, expert_data.h).
 #include <gtest/gtest.h>
 
 #include <cstdlib>
 #include <regex>
 
 #include "roll/agentic/env.h"
-#include "roll/agentic/expert_data.h"
-#include "roll/agentic/expert_policy.h"
+#include "roll/datagen/expert_data.h"
+#include "roll/datagen/expert_policy.h"
 #include "roll/agentic/frozen_lake.h"
 #include "roll/core/error.h"
 

@@ -8,7 +8,7 @@
 #include "roll/config/placement.h"
 #include "roll/config/schema.h"
 #include "roll/core/error.h"
-#include "roll/pipeline/batch_adjust.h"
+#include "roll/pipeline/rollout/batch_adjust.h"
 
 namespace roll::pipeline {
 namespace {

@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "roll/core/error.h"
-#include "roll/pipeline/prompt_budget.h"
+#include "roll/pipeline/data/prompt_budget.h"
 
 namespace roll::pipeline {
 namespace {

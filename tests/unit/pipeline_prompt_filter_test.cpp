@@ -8,7 +8,7 @@
 #include "roll/config/node.h"
 #include "roll/config/schema.h"
 #include "roll/core/error.h"
-#include "roll/pipeline/prompt_filter.h"
+#include "roll/pipeline/data/prompt_filter.h"
 
 namespace roll::pipeline {
 namespace {

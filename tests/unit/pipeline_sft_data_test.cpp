@@ -14,7 +14,7 @@
 #include "roll/core/error.h"
 #include "roll/model/model_init.h"
 #include "roll/model/tokenizer.h"
-#include "roll/pipeline/sft_data.h"
+#include "roll/pipeline/data/sft_data.h"
 #include "roll/workers/sft_trainer.h"
 
 namespace fs = std::filesystem;

@@ -12,7 +12,7 @@
 #include <thread>
 
 #include "roll/core/error.h"
-#include "roll/pipeline/streaming_rollout.h"
+#include "roll/pipeline/rollout/streaming_rollout.h"
 
 namespace roll::pipeline {
 namespace {

@@ -2,7 +2,7 @@
 // quirk 14 reproduced, the last \boxed with brace matching, and formula candidates in free text.
 #include <gtest/gtest.h>
 
-#include "roll/reward/math_answer.h"
+#include "roll/reward/math/math_answer.h"
 
 namespace roll::reward {
 namespace {

@@ -2,11 +2,11 @@
 // reward itself only runs these in the verifier process).
 #include <gtest/gtest.h>
 
-#include "roll/reward/latex_normalize.h"
-#include "roll/reward/latex_parser.h"
-#include "roll/reward/latex_translate.h"
-#include "roll/reward/math_equivalence.h"
-#include "roll/reward/math_grader.h"
+#include "roll/reward/math/latex_normalize.h"
+#include "roll/reward/math/latex_parser.h"
+#include "roll/reward/math/latex_translate.h"
+#include "roll/reward/math/math_equivalence.h"
+#include "roll/reward/math/math_grader.h"
 
 namespace roll::reward {
 namespace {

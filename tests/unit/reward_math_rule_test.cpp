@@ -2,7 +2,7 @@
 // failure class, with the verifier process behind it.
 #include <gtest/gtest.h>
 
-#include "roll/reward/math_rule_reward.h"
+#include "roll/reward/math/math_rule_reward.h"
 
 namespace roll::reward {
 namespace {

@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "roll/reward/math_verifier.h"
+#include "roll/reward/math/math_verifier.h"
 
 namespace roll::reward {
 namespace {

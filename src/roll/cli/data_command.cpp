@@ -1,4 +1,4 @@
-// `roll data`: synthetic RLVR datasets as JSONL (pipeline/synthetic_data.h, docs/data.md).
+// `roll data`: synthetic RLVR datasets as JSONL (datagen/synthetic_data.h, docs/data.md).
 //
 //   roll data arithmetic --seed S --n N --split train|test --out FILE [--digits D]
 //   roll data code       --seed S --n N --split train|test --out FILE
@@ -11,12 +11,12 @@
 #include <iostream>
 
 #include "roll/agentic/env_layout.h"
-#include "roll/agentic/expert_data.h"
+#include "roll/datagen/expert_data.h"
 #include "roll/cli/commands.h"
 #include "roll/cli/config_options.h"
 #include "roll/config/load.h"
 #include "roll/core/error.h"
-#include "roll/pipeline/synthetic_data.h"
+#include "roll/datagen/synthetic_data.h"
 
 namespace roll::cli {
 

@@ -79,17 +79,17 @@ constexpr KeyEntry kRegistry[] = {
     ignored("TrainingArguments.max_grad_norm", "the top-level max_grad_norm applies"),
 
     // DataArguments
-    consumed("DataArguments.template", "src/roll/pipeline/rlvr_data.cpp", "template_name"),
-    consumed("DataArguments.file_name", "src/roll/pipeline/rlvr_data.cpp"),
-    consumed("DataArguments.domain_interleave_probs", "src/roll/pipeline/rlvr_data.cpp"),
-    consumed("DataArguments.messages", "src/roll/pipeline/rlvr_data.cpp"),
-    consumed("DataArguments.prompt", "src/roll/pipeline/rlvr_data.cpp"),
-    consumed("DataArguments.tag", "src/roll/pipeline/rlvr_data.cpp"),
+    consumed("DataArguments.template", "src/roll/pipeline/data/rlvr_data.cpp", "template_name"),
+    consumed("DataArguments.file_name", "src/roll/pipeline/data/rlvr_data.cpp"),
+    consumed("DataArguments.domain_interleave_probs", "src/roll/pipeline/data/rlvr_data.cpp"),
+    consumed("DataArguments.messages", "src/roll/pipeline/data/rlvr_data.cpp"),
+    consumed("DataArguments.prompt", "src/roll/pipeline/data/rlvr_data.cpp"),
+    consumed("DataArguments.tag", "src/roll/pipeline/data/rlvr_data.cpp"),
     ignored("DataArguments.id", "rows are not keyed by an id column"),
     ignored("DataArguments.response",
             "RLVR answers come from the ground_truth column, SFT responses from response_key"),
     ignored("DataArguments.preprocessing_num_workers", "data is encoded in the driver process"),
-    consumed("DataArguments.dataset_type", "src/roll/pipeline/rlvr_data.cpp"),
+    consumed("DataArguments.dataset_type", "src/roll/pipeline/data/rlvr_data.cpp"),
     ignored("DataArguments.eval_file_name", "validation data comes from validation.data_args.file_name"),
     ignored("DataArguments.image_max_pixels", kMedia),
     ignored("DataArguments.image_min_pixels", kMedia),
@@ -139,7 +139,7 @@ constexpr KeyEntry kRegistry[] = {
     consumed("WorkerConfig.pg_variant", "src/roll/workers/loss_params_from_config.cpp"),
     consumed("WorkerConfig.model_args", "src/roll/workers/role_config.cpp"),
     consumed("WorkerConfig.training_args", "src/roll/train/options_from_config.cpp"),
-    consumed("WorkerConfig.data_args", "src/roll/pipeline/rlvr_data.cpp"),
+    consumed("WorkerConfig.data_args", "src/roll/pipeline/data/rlvr_data.cpp"),
     consumed("WorkerConfig.generating_args", "src/roll/pipeline/rlvr_pipeline.cpp"),
     consumed("WorkerConfig.strategy_args", "src/roll/train/options_from_config.cpp"),
     consumed("WorkerConfig.world_size", "src/roll/config/placement.cpp"),
@@ -166,7 +166,7 @@ constexpr KeyEntry kRegistry[] = {
     consumed("WorkerConfig.apply_loss_scale", "src/roll/workers/actor_trainer.cpp"),
     ignored("WorkerConfig.mtp_training_mode", "no multi-token-prediction training"),
     ignored("WorkerConfig.opd_kl_coef", kDistill),
-    consumed("WorkerConfig.tag_included", "src/roll/pipeline/rlvr_data.cpp"),
+    consumed("WorkerConfig.tag_included", "src/roll/pipeline/data/rlvr_data.cpp"),
     ignored("WorkerConfig.checkpoint_config", "checkpoints are written under the top-level output_dir"),
     consumed("WorkerConfig.tis_lower_bound", "src/roll/workers/loss_params_from_config.cpp"),
     consumed("WorkerConfig.tis_upper_bound", "src/roll/workers/loss_params_from_config.cpp"),
@@ -178,8 +178,8 @@ constexpr KeyEntry kRegistry[] = {
     ignored("WorkerConfig.lora_target", kLora),
 
     // QueryFilterConfig
-    consumed("QueryFilterConfig.type", "src/roll/pipeline/prompt_filter.cpp"),
-    consumed("QueryFilterConfig.filter_args", "src/roll/pipeline/prompt_filter.cpp"),
+    consumed("QueryFilterConfig.type", "src/roll/pipeline/data/prompt_filter.cpp"),
+    consumed("QueryFilterConfig.filter_args", "src/roll/pipeline/data/prompt_filter.cpp"),
 
     // LlmProxyConfig
     consumed("LlmProxyConfig.proxy_type", "src/roll/workers/env_role.cpp"),  // only policy is accepted
@@ -267,13 +267,13 @@ constexpr KeyEntry kRegistry[] = {
     consumed("PipelineConfig.max_ckpt_to_keep", "src/roll/pipeline/pipeline_base.cpp"),
     consumed("PipelineConfig.logging_steps", "src/roll/pipeline/pipeline_base.cpp"),
     consumed("PipelineConfig.eval_steps", "src/roll/pipeline/pipeline_base.cpp"),
-    consumed("PipelineConfig.rollout_batch_size", "src/roll/pipeline/rlvr_data.cpp"),
+    consumed("PipelineConfig.rollout_batch_size", "src/roll/pipeline/data/rlvr_data.cpp"),
     consumed("PipelineConfig.val_batch_size", "src/roll/pipeline/agentic_pipeline.cpp"),
     consumed("PipelineConfig.max_running_requests", "src/roll/pipeline/rlvr_pipeline.cpp"),
     ignored("PipelineConfig.local_rank", "ranks are assigned by the launcher"),
     consumed("PipelineConfig.resume_from_checkpoint", "src/roll/pipeline/pipeline_base.cpp"),
     ignored("PipelineConfig.checkpoint_config", "checkpoints are written under output_dir; nothing is uploaded"),
-    consumed("PipelineConfig.prompt_length", "src/roll/pipeline/rlvr_data.cpp"),
+    consumed("PipelineConfig.prompt_length", "src/roll/pipeline/data/rlvr_data.cpp"),
     consumed("PipelineConfig.response_length", "src/roll/config/derive.cpp"),  // derives sequence_length
     consumed("PipelineConfig.sequence_length", "src/roll/pipeline/rlvr_pipeline.cpp"),
     consumed("PipelineConfig.val_prompt_length", "src/roll/config/derive.cpp"),  // derives max_new_tokens
@@ -293,8 +293,8 @@ constexpr KeyEntry kRegistry[] = {
     consumed("PipelineConfig.generate_opt_level", "src/roll/pipeline/rlvr_pipeline.cpp"),
     ignored("PipelineConfig.is_num_return_sequences_expand",
             "samples per prompt always come from the engine's n (num_return_sequences)"),
-    consumed("PipelineConfig.is_use_additional_prompts", "src/roll/pipeline/rlvr_rollout.cpp"),
-    consumed("PipelineConfig.max_additional_running_prompts", "src/roll/pipeline/rlvr_rollout.cpp"),
+    consumed("PipelineConfig.is_use_additional_prompts", "src/roll/pipeline/rollout/rlvr_rollout.cpp"),
+    consumed("PipelineConfig.max_additional_running_prompts", "src/roll/pipeline/rollout/rlvr_rollout.cpp"),
     ignored("PipelineConfig.user_defined_rollout_loop_cls", "no Python rollout loop hooks"),
     ignored("PipelineConfig.router_args", "the built-in request router has no settings"),
     ignored("PipelineConfig.length_profiler_dir", kProfiler),
@@ -354,8 +354,8 @@ constexpr KeyEntry kRegistry[] = {
     ignored("PipelineConfig.pure_opd_pipeline_type", kDistill),
 
     // PipelineConfig: RLVRConfig
-    consumed("PipelineConfig.global_template", "src/roll/pipeline/rlvr_data.cpp"),
-    consumed("PipelineConfig.tag_to_template", "src/roll/pipeline/rlvr_data.cpp"),
+    consumed("PipelineConfig.global_template", "src/roll/pipeline/data/rlvr_data.cpp"),
+    consumed("PipelineConfig.tag_to_template", "src/roll/pipeline/data/rlvr_data.cpp"),
     consumed("PipelineConfig.num_return_sequences_in_group", "src/roll/pipeline/rlvr_pipeline.cpp"),
     ignored("PipelineConfig.save_logging_board_dir", "metrics go to the tracker of track_with"),
     consumed("PipelineConfig.validation", "src/roll/pipeline/rlvr_pipeline.cpp"),
@@ -406,10 +406,10 @@ constexpr KeyEntry kRegistry[] = {
 
     // PipelineConfig: SFTConfig
     consumed("PipelineConfig.sft_train", "src/roll/pipeline/sft_pipeline.cpp"),
-    consumed("PipelineConfig.prompt_key", "src/roll/pipeline/sft_data.cpp"),
-    consumed("PipelineConfig.query_key", "src/roll/pipeline/sft_data.cpp"),
-    consumed("PipelineConfig.response_key", "src/roll/pipeline/sft_data.cpp"),
-    consumed("PipelineConfig.system_key", "src/roll/pipeline/sft_data.cpp"),
+    consumed("PipelineConfig.prompt_key", "src/roll/pipeline/data/sft_data.cpp"),
+    consumed("PipelineConfig.query_key", "src/roll/pipeline/data/sft_data.cpp"),
+    consumed("PipelineConfig.response_key", "src/roll/pipeline/data/sft_data.cpp"),
+    consumed("PipelineConfig.system_key", "src/roll/pipeline/data/sft_data.cpp"),
 };
 
 const KeyEntry* lookup(std::string_view struct_name, std::string_view key) {

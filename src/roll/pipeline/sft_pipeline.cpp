@@ -7,7 +7,7 @@
 #include "roll/config/model_path.h"
 #include "roll/core/error.h"
 #include "roll/core/log.h"
-#include "roll/pipeline/dataset_iterator.h"
+#include "roll/pipeline/data/dataset_iterator.h"
 #include "roll/workers/metrics_json.h"
 #include "roll/workers/rpc_methods.h"
 

@@ -12,7 +12,7 @@
 #include <memory>
 
 #include "roll/pipeline/pipeline_base.h"
-#include "roll/pipeline/sft_data.h"
+#include "roll/pipeline/data/sft_data.h"
 
 namespace roll::pipeline {
 

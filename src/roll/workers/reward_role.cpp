@@ -16,7 +16,7 @@
 #include "roll/core/error.h"
 #include "roll/core/log.h"
 #include "roll/reward/code_reward.h"
-#include "roll/reward/math_rule_reward.h"
+#include "roll/reward/math/math_rule_reward.h"
 #include "roll/reward/sandbox.h"
 #include "roll/runtime/role.h"
 #include "roll/runtime/rpc_server.h"
