@@ -223,7 +223,7 @@ EnvReset Sokoban::reset(uint64_t seed) {
     s = s * 6364136223846793005ull + 1442695040888963407ull;
   }
   steps_ = 0;
-  // Spec 12 item 11, fixed: count boxes already on targets, so no free +1 on the first step.
+  // docs/design.md section 4, quirk 11, fixed: count boxes already on targets, so no free +1 on the first step.
   boxes_on_target_ = count_boxes_on_target();
   return {render(), nlohmann::json{{"env_instruction", instructions()}}};
 }
@@ -262,7 +262,7 @@ std::string Sokoban::render() const {
 EnvStep Sokoban::step(const std::string& response) {
   ParsedAction a = parser_.parse(response);
   if (!a.action) {
-    // Spec 12 item 11, fixed: an invalid action does not play a step; only the format penalty.
+    // docs/design.md section 4, quirk 11, fixed: an invalid action does not play a step; only the format penalty.
     EnvStep s;
     s.observation = render();
     s.reward = config_.format_penalty;

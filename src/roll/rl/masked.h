@@ -1,5 +1,5 @@
 #pragma once
-// Masked reductions over [B, T] token grids (spec section 3 notation). Masks may be bool, integer or
+// Masked reductions over [B, T] token grids (the notation of docs/rl.md). Masks may be bool, integer or
 // floating; they are used as 0/1 weights in the dtype of the values.
 #include <ATen/core/Tensor.h>
 

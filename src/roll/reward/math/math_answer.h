@@ -8,7 +8,7 @@
 
 namespace roll::reward {
 
-// Spec 5.1: "<|endoftext|>" and "<pad>" are removed from decoded prompts and responses.
+// docs/rewards.md ("Answer region"): "<|endoftext|>" and "<pad>" are removed from decoded prompts and responses.
 std::string remove_special_tokens(std::string_view text);
 
 // ROLL's `_extract_after_last_end_think(response, prompt)` (docs/rewards.md step 1, quirk 14 reproduced):
