@@ -5,6 +5,7 @@
 
 #include "roll/config/diagnostics.h"
 #include "roll/config/node.h"
+#include "roll/config/scalar_read.h"  // IWYU pragma: export
 #include "roll/config/schema.h"
 
 namespace roll::config {
@@ -12,11 +13,6 @@ namespace roll::config {
 // Fills `config` from `root` (a mapping). Errors and unknown keys go to `diag`.
 void read_pipeline_config(const NodePtr& root, PipelineConfig& config, Diagnostics& diag);
 void read_worker_config(const NodePtr& node, const std::string& path, WorkerConfig& config, Diagnostics& diag);
-
-// Scalar conversions shared with other readers; return false (and report) on a type error.
-bool read_bool(const NodePtr& node, const std::string& path, bool& out, Diagnostics& diag);
-bool read_int(const NodePtr& node, const std::string& path, int64_t& out, Diagnostics& diag);
-bool read_double(const NodePtr& node, const std::string& path, double& out, Diagnostics& diag);
 
 // Typed config -> tree, for printing (`roll validate`).
 NodePtr write_pipeline_config(const PipelineConfig& config);

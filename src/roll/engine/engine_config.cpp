@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 
 #include "roll/config/diagnostics.h"
-#include "roll/config/reader.h"
+#include "roll/config/scalar_read.h"
 #include "roll/core/error.h"
 
 namespace roll::engine {

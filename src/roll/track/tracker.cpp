@@ -4,7 +4,6 @@
 
 #include <ctime>
 
-#include "roll/config/reader.h"
 #include "roll/core/error.h"
 #include "roll/core/log.h"
 #include "roll/track/hparams.h"

@@ -6,7 +6,7 @@
 #include <filesystem>
 
 #include "roll/config/diagnostics.h"
-#include "roll/config/reader.h"
+#include "roll/config/scalar_read.h"
 #include "roll/core/error.h"
 
 namespace roll::train {
