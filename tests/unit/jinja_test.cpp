@@ -16,6 +16,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "jinja_oracle.h"
+
 #include "roll/jinja/error.h"
 #include "roll/jinja/json.h"
 #include "roll/jinja/python.h"
@@ -26,25 +28,6 @@ using ojson = nlohmann::ordered_json;
 
 namespace {
 
-// Renders `cases` ([{source|template, context}]) with the Python oracle; nullopt when Debian's
-// python3 with jinja2 is not installed (the tests then skip).
-std::optional<ojson> run_oracle(const ojson& cases) {
-  if (std::system("/usr/bin/python3 -c 'import jinja2' >/dev/null 2>&1") != 0) return std::nullopt;
-  static std::atomic<int> counter{0};
-  const auto dir = std::filesystem::temp_directory_path() /
-                   ("roll_jinja_oracle_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-  std::filesystem::create_directories(dir);
-  std::ofstream(dir / "cases.json") << cases.dump();
-  const std::string cmd = "/usr/bin/python3 " + std::string(ROLL_SOURCE_DIR) + "/tests/oracles/render_template.py " +
-                          (dir / "cases.json").string() + " " + (dir / "out.json").string();
-  const int rc = std::system(cmd.c_str());
-  std::ifstream in(dir / "out.json");
-  std::optional<ojson> out;
-  if (rc == 0 && in) out = ojson::parse(in);
-  std::filesystem::remove_all(dir);
-  if (!out) ADD_FAILURE() << "oracle failed: " << cmd;
-  return out;
-}
 
 std::string render(const std::string& source, const ojson& context = ojson::object()) {
   return Template(source, "test").render(from_json(context).as_dict());
@@ -200,7 +183,7 @@ const Snippet kSnippets[] = {
 TEST(JinjaOracle, SnippetsRenderAsPythonJinja) {
   ojson cases = ojson::array();
   for (const Snippet& s : kSnippets) cases.push_back({{"source", s.source}, {"context", ojson::parse(s.context)}});
-  const auto expected = run_oracle(cases);
+  const auto expected = roll::testing::run_jinja_oracle(cases);
   if (!expected) GTEST_SKIP() << "/usr/bin/python3 with jinja2 (python3-jinja2) is not installed";
   ASSERT_EQ(expected->size(), cases.size());
   int rendered = 0;

@@ -22,6 +22,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "jinja_oracle.h"
+
 #include "roll/core/error.h"
 #include "roll/model/chat_template.h"
 
@@ -66,25 +68,6 @@ bool have(const std::vector<std::string>& paths) {
 #define SKIP_WITHOUT(...)                                                                      \
   if (!have({__VA_ARGS__})) GTEST_SKIP() << "chat template assets missing: run scripts/setup"
 
-// Renders `cases` ([{template|source, context}]) with the Python oracle; nullopt when Debian's
-// python3 with jinja2 is not installed.
-std::optional<ojson> run_oracle(const ojson& cases) {
-  if (std::system("/usr/bin/python3 -c 'import jinja2' >/dev/null 2>&1") != 0) return std::nullopt;
-  static std::atomic<int> counter{0};
-  const auto dir = fs::temp_directory_path() /
-                   ("roll_chat_oracle_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-  fs::create_directories(dir);
-  std::ofstream(dir / "cases.json") << cases.dump();
-  const std::string cmd = "/usr/bin/python3 " + std::string(ROLL_SOURCE_DIR) + "/tests/oracles/render_template.py " +
-                          (dir / "cases.json").string() + " " + (dir / "out.json").string();
-  const int rc = std::system(cmd.c_str());
-  std::ifstream in(dir / "out.json");
-  std::optional<ojson> out;
-  if (rc == 0 && in) out = ojson::parse(in);
-  fs::remove_all(dir);
-  if (!out) ADD_FAILURE() << "oracle failed: " << cmd;
-  return out;
-}
 
 // The special tokens HF passes to templates (special_tokens_map): the set ones only.
 ojson special_tokens(const ojson& config) {
@@ -122,7 +105,7 @@ struct Outcome {
 std::optional<Outcome> compare_with_oracle(const std::vector<Check>& checks) {
   ojson cases = ojson::array();
   for (const Check& c : checks) cases.push_back(c.oracle);
-  const auto expected = run_oracle(cases);
+  const auto expected = roll::testing::run_jinja_oracle(cases);
   if (!expected) return std::nullopt;
   Outcome outcome;
   for (std::size_t i = 0; i < checks.size(); ++i) {
@@ -545,7 +528,7 @@ TEST(ModelChatTemplate, MockSystemPromptCutsTheTemplatesDefaultSystem) {
       {{"template", kLlama31}, {"context", hf_context(mock, false, kLlamaTokens, {})}},
       {{"template", kLlama31}, {"context", hf_context(with_mock, true, kLlamaTokens, {{"enable_thinking", false}})}},
   });
-  const auto oracle = run_oracle(cases);
+  const auto oracle = roll::testing::run_jinja_oracle(cases);
   if (!oracle) GTEST_SKIP() << "/usr/bin/python3 with jinja2 is not installed";
   auto cut = [&](std::size_t prefix, std::size_t full) {
     const std::string p = (*oracle)[prefix]["text"], f = (*oracle)[full]["text"];
