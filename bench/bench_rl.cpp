@@ -46,6 +46,7 @@ int main(int argc, char** argv) {
     AdvantageInputs in{rewards, mask, est == AdvEstimator::gae ? values : at::Tensor()};
     AdvantageParams p;
     p.estimator = est;
+    p.lambd = 0.95;  // ROLL's
     p.whiten_advantages = true;
     p.advantage_clip = 2.0;
     double ms = best_ms(reps, [&] { compute_advantage(in, p); });
@@ -61,6 +62,7 @@ int main(int argc, char** argv) {
     in.advantages = at::randn({B, S});
     in.response_mask = mask;
     PolicyLossParams p;
+    p.pg_clip = 0.2;  // ROLL's
     p.use_kl_loss = true;
     p.kl_loss_coef = 0.01;
     p.dual_clip_loss = true;

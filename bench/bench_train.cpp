@@ -173,6 +173,7 @@ Measured measure(const Args& a, const std::string& preset, const std::string& dt
   o.lr_scheduler_type = "constant";
   o.gradient_accumulation_steps = a.ga;
   o.gradient_checkpointing = gc;
+  o.max_grad_norm = 1.0;
   o.zero_stage = world > 1 ? a.zero_2rank : 0;
   o.total_steps = a.steps + a.warmup;
   train::TrainStrategy s(model, o, pg);

@@ -6,9 +6,11 @@
 
 #include <cmath>
 
+#include "roll/config/schema.h"
 #include "roll/core/error.h"
 #include "roll/rl/policy_loss.h"
 #include "roll/rl/reward.h"
+#include "roll/workers/loss_params_from_config.h"
 
 namespace roll::rl {
 namespace {
@@ -26,6 +28,10 @@ void expect_close(const at::Tensor& got, const at::Tensor& want, double tol = 1e
   EXPECT_TRUE(at::allclose(got.to(at::kFloat), want.to(at::kFloat), tol, tol)) << got << "\nwant\n" << want;
 }
 
+// The parameters an RLVR actor gets from a config that sets nothing: ROLL's defaults (pg_clip 0.2,
+// tis [0, 1], cispo ε 0.1, kimi15 τ 0.1), taken from where they are kept.
+PolicyLossParams roll_defaults() { return workers::policy_loss_params(config::PipelineConfig{}, config::WorkerConfig{}); }
+
 // ℓ_old = 0 and ℓ = log ρ, so the ratio is exactly ρ.
 PolicyLossInputs with_ratios(std::vector<std::vector<float>> ratio, std::vector<std::vector<float>> adv) {
   PolicyLossInputs in;
@@ -38,7 +44,7 @@ PolicyLossInputs with_ratios(std::vector<std::vector<float>> ratio, std::vector<
 
 TEST(RlPolicyLossPpo, SymmetricClipByHand) {
   PolicyLossInputs in = with_ratios({{1.5f, 0.5f, 1.1f}}, {{1, 1, -1}});
-  PolicyLossParams p;
+  PolicyLossParams p = roll_defaults();
   PolicyLossResult r = policy_loss(in, p);
   // −min(ρA, clip(ρ)A) = [−1.2, −0.5, 1.1]; seq-mean-token-mean of one row.
   EXPECT_NEAR(r.pg_loss.item<double>(), (-1.2 - 0.5 + 1.1) / 3.0, 1e-6);
@@ -53,9 +59,25 @@ TEST(RlPolicyLossPpo, SymmetricClipByHand) {
   EXPECT_DOUBLE_EQ(r.metrics.last("actor/total_samples@sum"), 1.0);
 }
 
+TEST(RlPolicyLossParams, NeutralUntilSetAndRollDefaultsFromTheConfig) {
+  PolicyLossParams bare;  // no clip: ρ = 3 with A = 1 keeps its gradient and the clip fractions stay 0
+  PolicyLossResult r = policy_loss(with_ratios({{3.0f}}, {{1.0f}}), bare);
+  EXPECT_NEAR(r.pg_loss.item<double>(), -3.0, 1e-6);
+  EXPECT_EQ(r.metrics.last("actor/ppo_ratio_clipfrac@sum"), 0.0);
+  const PolicyLossParams d = roll_defaults();
+  EXPECT_EQ(d.pg_clip, 0.2);
+  EXPECT_EQ(d.pg_clip_low, 0.2);
+  EXPECT_EQ(d.pg_clip_high, 0.2);
+  EXPECT_EQ(d.tis_upper_bound, 1.0);
+  EXPECT_EQ(d.cispo_epsilon_low, 0.1);
+  EXPECT_EQ(d.kimi15_tau, 0.1);
+  r = policy_loss(with_ratios({{3.0f}}, {{1.0f}}), d);  // clipped at 1.2
+  EXPECT_NEAR(r.pg_loss.item<double>(), -1.2, 1e-6);
+}
+
 TEST(RlPolicyLossPpo, AsymmetricClipRange) {
   PolicyLossInputs in = with_ratios({{1.5f, 0.5f}}, {{1, -1}});
-  PolicyLossParams p;
+  PolicyLossParams p = roll_defaults();
   p.use_pg_clip_range = true;
   p.pg_clip_low = 0.2;
   p.pg_clip_high = 0.28;
@@ -66,7 +88,7 @@ TEST(RlPolicyLossPpo, AsymmetricClipRange) {
 
 TEST(RlPolicyLossPpo, DualClipBoundsNegativeAdvantages) {
   PolicyLossInputs in = with_ratios({{3.0f}}, {{-1}});
-  PolicyLossParams p;
+  PolicyLossParams p = roll_defaults();
   EXPECT_NEAR(policy_loss(in, p).pg_loss.item<double>(), 3.0, 1e-6);
   p.dual_clip_loss = true;  // −max(−3, (1 + 2·0.2)·(−1)) = 1.4
   EXPECT_NEAR(policy_loss(in, p).pg_loss.item<double>(), 1.4, 1e-6);
@@ -93,7 +115,7 @@ TEST(RlPolicyLossRatio, GspoLossUsesTheSequenceRatio) {
   in.old_log_probs = at::zeros({1, 2});
   in.advantages = rows({{1, 1}});
   in.response_mask = rows({{1, 1}});
-  PolicyLossParams p;
+  PolicyLossParams p = roll_defaults();
   p.ratio_type = RatioType::seq;
   double rho = std::exp(0.1);  // within [0.8, 1.2]
   EXPECT_NEAR(policy_loss(in, p).pg_loss.item<double>(), -rho, 1e-6);
@@ -112,7 +134,7 @@ TEST(RlPolicyLossProperty, NoGradientWhereClipped) {
     in.old_log_probs = old;
     in.advantages = A;
     in.response_mask = at::ones({B, T});
-    PolicyLossParams p;
+    PolicyLossParams p = roll_defaults();
     p.loss_agg_mode = trial % 2 ? LossAggMode::token_mean : LossAggMode::seq_mean_token_sum;
     policy_loss(in, p).total_loss.backward();
     at::Tensor rho = lp.detach().exp();
@@ -132,7 +154,7 @@ TEST(RlPolicyLossComposition, KlLossEntropyAndRlLossCoef) {
   in.advantages = rows({{1, 1}});
   in.response_mask = rows({{1, 1}});
   in.entropy = rows({{0.5f, 1.5f}});
-  PolicyLossParams p;
+  PolicyLossParams p = roll_defaults();
   p.use_kl_loss = true;
   p.kl_loss_coef = 0.1;
   p.rl_loss_coef = 2.0;
@@ -151,7 +173,7 @@ TEST(RlPolicyLossComposition, KlLossEntropyAndRlLossCoef) {
 
 TEST(RlPolicyLossComposition, IsWeightMultipliesTheTokenLoss) {
   PolicyLossInputs in = with_ratios({{1.0f, 1.0f}}, {{1, 2}});
-  PolicyLossParams p;
+  PolicyLossParams p = roll_defaults();
   double base = policy_loss(in, p).pg_loss.item<double>();
   in.is_weight = rows({{2, 1}});
   EXPECT_NEAR(policy_loss(in, p).pg_loss.item<double>(), (-2.0 - 2.0) / 2.0, 1e-6);
@@ -162,7 +184,7 @@ TEST(RlPolicyLossComposition, FinalMaskAndSampleWeights) {
   PolicyLossInputs in = with_ratios({{1, 1}, {1, 1}, {1, 1}}, {{1, 1}, {2, 2}, {4, 4}});
   in.final_response_mask = rows({{1, 1}, {1, 0}, {0, 0}});  // row 2 masked out entirely
   in.sample_weights = vec({2, 1, 0});
-  PolicyLossParams p;
+  PolicyLossParams p = roll_defaults();
   PolicyLossResult r = policy_loss(in, p);
   // seq-mean-token-mean, G = 3 rows: (−1 + −2 + 0)/3 and weighted (−2 − 2)/3.
   EXPECT_NEAR(r.pg_loss.item<double>(), -1.0, 1e-6);
@@ -187,7 +209,7 @@ TEST(RlPolicyLossSampleWeights, DifficultyAndLength) {
 
 TEST(RlPolicyLossVariants, VanillaTisAndTheirKnobs) {
   PolicyLossInputs in = with_ratios({{2.0f, 0.5f}}, {{1, 1}});
-  PolicyLossParams p;
+  PolicyLossParams p = roll_defaults();
   p.loss_agg_mode = LossAggMode::seq_mean_token_sum;
   p.pg_variant = PgVariant::vanilla;
   double lp0 = std::log(2.0), lp1 = std::log(0.5);
@@ -203,7 +225,7 @@ TEST(RlPolicyLossVariants, VanillaTisAndTheirKnobs) {
 
 TEST(RlPolicyLossVariants, RatioTypeAppliesToEveryVariant) {
   PolicyLossInputs in = with_ratios({{2.0f, 0.5f}}, {{0, 1}});
-  PolicyLossParams p;
+  PolicyLossParams p = roll_defaults();
   p.pg_variant = PgVariant::tis;
   p.loss_agg_mode = LossAggMode::seq_mean_token_sum;
   double l = std::log(2.0);
@@ -215,7 +237,7 @@ TEST(RlPolicyLossVariants, RatioTypeAppliesToEveryVariant) {
 TEST(RlPolicyLossVariants, ToprSplitsBySign) {
   PolicyLossInputs in = with_ratios({{2.0f}, {2.0f}}, {{1}, {-1}});
   in.scores = vec({1, 0});
-  PolicyLossParams p;
+  PolicyLossParams p = roll_defaults();
   p.pg_variant = PgVariant::topr;
   p.loss_agg_mode = LossAggMode::seq_mean_token_sum;
   p.topr_negative_weight = 0.5;
@@ -230,7 +252,7 @@ TEST(RlPolicyLossVariants, ToprSplitsBySign) {
 
 TEST(RlPolicyLossVariants, CispoAndUnifiedMask) {
   PolicyLossInputs in = with_ratios({{1.5f, 0.5f, 1.05f}}, {{1, -1, 1}});
-  PolicyLossParams p;
+  PolicyLossParams p = roll_defaults();
   p.pg_variant = PgVariant::cispo;
   p.loss_agg_mode = LossAggMode::seq_mean_token_sum;
   double l0 = std::log(1.5), l1 = std::log(0.5), l2 = std::log(1.05);
@@ -250,7 +272,7 @@ TEST(RlPolicyLossVariants, Kimi15Tau) {
   in.old_log_probs = rows({{-1.0f}});
   in.advantages = rows({{2}});
   in.response_mask = rows({{1}});
-  PolicyLossParams p;
+  PolicyLossParams p = roll_defaults();
   p.pg_variant = PgVariant::kimi15;
   EXPECT_NEAR(policy_loss(in, p).pg_loss.item<double>(), -2 * -0.5 + 0.1 / 2 * 0.25, 1e-6);
   p.kimi15_tau = 1.0;
@@ -273,7 +295,7 @@ TEST(RlPolicyLossDrGrpo, NoStdNoLengthNormalisation) {
   in.log_probs = at::zeros({4, 4}).set_requires_grad(true);
   in.advantages = r.unsqueeze(1) * M;
   in.response_mask = M;
-  PolicyLossParams p;
+  PolicyLossParams p = roll_defaults();
   p.loss_agg_mode = parse_loss_agg_mode("seq-mean-token-sum-norm");
   // ratio 1: L = −A per token; Σ_b Σ_t L / T with T = 4.
   double want = -(0.5 * 1 - 0.5 * 4 - 0.5 * 2 + 0.5 * 3) / 4.0;
@@ -290,7 +312,7 @@ TEST(RlPolicyLossErrors, NamesTheTensor) {
     EXPECT_NE(std::string(e.what()).find("advantages"), std::string::npos);
   }
   PolicyLossInputs k = with_ratios({{1, 1}}, {{1, 1}});
-  PolicyLossParams p;
+  PolicyLossParams p = roll_defaults();
   p.use_kl_loss = true;
   EXPECT_THROW(policy_loss(k, p), Error);
   p.use_kl_loss = false;

@@ -32,6 +32,8 @@ train::TrainOptions adamw_options(int stage) {
   o.zero_stage = stage;
   o.gradient_accumulation_steps = 2;
   o.max_ckpt_to_keep = 2;
+  o.max_grad_norm = 1.0;
+  o.gradient_checkpointing = true;
   return o;
 }
 

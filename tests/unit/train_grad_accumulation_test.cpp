@@ -17,6 +17,7 @@ train::TrainOptions sgd(double lr, int64_t ga) {
   o.learning_rate = lr;
   o.lr_scheduler_type = "constant";
   o.max_grad_norm = 0.0;
+  o.gradient_checkpointing = true;
   o.gradient_accumulation_steps = ga;
   return o;
 }

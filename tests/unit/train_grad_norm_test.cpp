@@ -18,6 +18,7 @@ train::TrainOptions sgd(double lr, double max_norm, int64_t ga = 1) {
   o.learning_rate = lr;
   o.lr_scheduler_type = "constant";
   o.max_grad_norm = max_norm;
+  o.gradient_checkpointing = true;
   o.gradient_accumulation_steps = ga;
   return o;
 }

@@ -54,6 +54,8 @@ TEST(TrainMemory, ZeroThreePeakBelowPlainDataParallel) {
     o.zero_stage = stage;
     o.learning_rate = 1e-4;
     o.lr_scheduler_type = "constant";
+    o.max_grad_norm = 1.0;
+    o.gradient_checkpointing = true;  // the bound below is for per-layer checkpointing
     train::TrainStrategy s(model::Transformer::random(c, at::kFloat, 1, 0.02), o, pg);
     for (int64_t step = 0; step < 2; ++step) {
       TokenBatch b = make_batch(2, 16, 2048, 50 + step + ctx->rank);

@@ -148,6 +148,7 @@ train::TrainOptions to_options(const ActorCase& c) {
   o.seed = kSeed;
   o.max_grad_norm = 1.0;
   o.zero_stage = c.stage;
+  o.gradient_checkpointing = true;
   o.total_steps = 8;
   return o;
 }

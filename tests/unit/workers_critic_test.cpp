@@ -41,6 +41,7 @@ train::TrainOptions critic_options() {
   o.seed = kSeed;
   o.max_grad_norm = 1.0;
   o.total_steps = 4;
+  o.gradient_checkpointing = true;
   return o;
 }
 

@@ -57,6 +57,8 @@ train::TrainOptions sft_options(int64_t ga, int stage) {
   o.gradient_accumulation_steps = ga;
   o.max_grad_norm = 1.0;
   o.zero_stage = stage;
+  o.seed = 42;
+  o.gradient_checkpointing = true;
   o.total_steps = 4;
   return o;
 }

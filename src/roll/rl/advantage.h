@@ -10,10 +10,12 @@
 
 namespace roll::rl {
 
+// gamma and lambd start at 1 (undiscounted returns, GAE without smoothing); ROLL's defaults live in
+// config/ppo_config.h and the pipeline's step maths copies them in.
 struct AdvantageParams {
   AdvEstimator estimator = AdvEstimator::gae;
   double gamma = 1.0;
-  double lambd = 0.95;
+  double lambd = 1.0;
   bool whiten_rewards = false;
   bool whiten_advantages = false;
   std::optional<double> advantage_clip;

@@ -3,18 +3,21 @@
 #include <ATen/core/Tensor.h>
 
 #include <cstdint>
+#include <limits>
 
 #include "roll/rl/metrics.h"
 
 namespace roll::rl {
 
+// Every mask starts off and every threshold at the value that keeps all samples; ROLL's defaults
+// live in config/rlvr_config.h.
 struct SampleMaskParams {
   bool max_len_mask = false;
   bool difficulty_mask = false;
-  double difficulty_low_threshold = 0.0;
-  double difficulty_high_threshold = 1.0;
+  double difficulty_low_threshold = -std::numeric_limits<double>::infinity();  // kept: low < mean < high
+  double difficulty_high_threshold = std::numeric_limits<double>::infinity();
   bool error_max_len_clip = false;
-  int64_t error_max_len_threshold = 9999999999;
+  int64_t error_max_len_threshold = std::numeric_limits<int64_t>::max();
   int64_t num_return_sequences = 1;  // n: the difficulty mask averages the scores of a prompt's n samples
 };
 

@@ -11,10 +11,11 @@
 
 namespace roll::rl {
 
+// Off and neutral until set; ROLL's defaults live in config/rl_config.h.
 struct OverlongParams {
   bool enable = false;
   int64_t buffer_len = 0;
-  double penalty_factor = 1.0;
+  double penalty_factor = 0.0;
 };
 
 // The penalty per sample ([B], <= 0); zeros when disabled. buffer_len must lie in (0, max_response_length].

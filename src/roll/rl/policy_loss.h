@@ -4,6 +4,7 @@
 // weights, rl_loss_coef; with ROLL's actor/* metrics.
 #include <ATen/core/Tensor.h>
 
+#include <limits>
 #include <string_view>
 
 #include "roll/rl/agg_loss.h"
@@ -23,13 +24,19 @@ RatioType parse_importance_sampling(std::string_view name);  // "token" | "seq"
 RatioType parse_ratio_type(std::string_view name);           // "token" | "segment"
 std::string_view to_string(RatioType r);
 
+// Every knob starts at the value that switches its effect off (no clip, no KL, entropy or
+// proximal term, no truncation), so a caller states what it wants. ROLL's defaults live once, in the
+// config (config/ppo_config.h, rlvr_config.h, worker_config.h); workers::policy_loss_params copies
+// them in.
+inline constexpr double kNoClip = std::numeric_limits<double>::infinity();
+
 struct PolicyLossParams {
   PgVariant pg_variant = PgVariant::ppo;
   RatioType ratio_type = RatioType::token;  // applies to every pg_variant
-  double pg_clip = 0.2;
+  double pg_clip = kNoClip;
   bool use_pg_clip_range = false;
-  double pg_clip_low = 0.2;
-  double pg_clip_high = 0.2;
+  double pg_clip_low = kNoClip;
+  double pg_clip_high = kNoClip;
   bool dual_clip_loss = false;  // where A < 0: L = −max(min(ρA, clip(ρ)A), (1 + 2·pg_clip)·A)
   LossAggMode loss_agg_mode = LossAggMode::seq_mean_token_mean;
   bool use_kl_loss = false;
@@ -37,15 +44,15 @@ struct PolicyLossParams {
   double entropy_loss_coef = 0.0;
   double rl_loss_coef = 1.0;
   // pg_variant knobs. ROLL reads them from actor_train but they are not WorkerConfig fields, so YAML
-  // values are dropped and these defaults always apply there; rollcpp honours the configured values.
+  // values are dropped and its defaults always apply there; rollcpp honours the configured values.
   double tis_lower_bound = 0.0;
-  double tis_upper_bound = 1.0;
+  double tis_upper_bound = kNoClip;
   double topr_positive_weight = 1.0;
   double topr_negative_weight = 1.0;
-  double cispo_epsilon_low = 0.1;
-  double cispo_epsilon_high = 0.1;
+  double cispo_epsilon_low = kNoClip;
+  double cispo_epsilon_high = kNoClip;
   bool cispo_use_unified_mask = false;
-  double kimi15_tau = 0.1;
+  double kimi15_tau = 0.0;
 };
 
 struct PolicyLossInputs {
