@@ -194,8 +194,8 @@ constexpr KeyEntry kRegistry[] = {
     ignored("RewardConfig.judge_api_url", kApiJudge),
     ignored("RewardConfig.judge_api_key", kApiJudge),
     ignored("RewardConfig.format_pattern", "rollcpp's reward workers give no format reward"),
-    ignored("RewardConfig.reward_type", "the reward worker follows worker_cls"),
-    ignored("RewardConfig.response_length_penalty_coef", "rollcpp's reward workers give no response-length penalty"),
+    consumed("RewardConfig.reward_type", "src/roll/workers/reward_role.cpp"),  // CrossThinkQA's loose/soft/strict
+    consumed("RewardConfig.response_length_penalty_coef", "src/roll/workers/reward_role.cpp"),  // CrossThinkQA
     consumed("RewardConfig.query_filter_config", "src/roll/pipeline/rlvr_pipeline.cpp"),
     ignored("RewardConfig.response_filter_config", "response filters are not implemented"),
     ignored("RewardConfig.reward_manager_config", "no reward manager in rollcpp"),

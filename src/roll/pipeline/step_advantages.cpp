@@ -36,12 +36,14 @@ rl::MetricMap compute_domain_advantages(Batch& d, const config::PipelineConfig& 
   rl::SampleMaskResult mask = rl::sample_level_mask(m, d.tensor("responses").size(1), scores, sp);
   out.merge(mask.metrics);
 
-  // DAPO overlong shaping joins the raw score before normalisation; the masks above and the
-  // critic/score metrics see the verifier's score.
-  at::Tensor shaped_scores = scores;
+  // What gets normalised is the reward worker's response-level reward (the score itself, or the
+  // score plus the rule rewards' shaping); DAPO overlong shaping joins it before normalisation.
+  // The masks above and the critic/score metrics see the verifier's score.
+  at::Tensor shaped_scores =
+      d.has_tensor("response_level_rewards") ? d.tensor("response_level_rewards").to(at::kFloat) : scores;
   if (c.overlong_reward.enable) {
     const rl::OverlongParams op{true, c.overlong_reward.buffer_len, c.overlong_reward.penalty_factor};
-    rl::OverlongResult ol = rl::apply_overlong_penalty(scores, m.sum(1), d.tensor("responses").size(1), op);
+    rl::OverlongResult ol = rl::apply_overlong_penalty(shaped_scores, m.sum(1), d.tensor("responses").size(1), op);
     shaped_scores = ol.rewards;
     out.merge(ol.metrics);
   }

@@ -3,20 +3,30 @@
 //   math_rule     MathRuleReward (one verifier process per worker, restarted on timeout)
 //   code_sandbox  CodeSandboxReward, local mode (bwrap sandbox)
 //   llm_judge     LlmJudgeScorer: the judge model in our engine (judge_model_type inference)
+//   crossthinkqa  CrossThinkQaReward (reward_type loose|soft|strict, response_length_penalty_coef)
+//   ifeval        IfevalReward (ROLL's GeneralRuleRewardWorker)
 // compute_rewards (serial; DP_MP_COMPUTE from the driver) takes a Batch with non-tensor columns
 // response_text, prompt_text, ground_truth (math) or test_cases, case_type, test_case_function
-// (code; llm_judge reads prompt_text, response_text and ground_truth), and returns tensor
-// `scores` [B] with a `reward_info` column and meta metrics.
+// (code; llm_judge reads prompt_text, response_text and ground_truth; crossthinkqa ground_truth
+// and meta `responses_width`; ifeval ground_truth and tag), and returns tensor `scores` [B] with a
+// `reward_info` column and meta metrics. The rule rewards also return `response_level_rewards`
+// [B], the shaped reward the pipeline normalises (ROLL's tensor of that name), where it differs
+// from the score.
 #include <ATen/ATen.h>
 
 #include <chrono>
 #include <map>
 #include <memory>
+#include <optional>
+#include <vector>
 
+#include "roll/config/reward_config.h"
 #include "roll/core/error.h"
 #include "roll/core/log.h"
 #include "roll/reward/code_reward.h"
 #include "roll/reward/math/math_rule_reward.h"
+#include "roll/reward/rule/crossthinkqa_reward.h"
+#include "roll/reward/rule/ifeval_reward.h"
 #include "roll/reward/sandbox.h"
 #include "roll/runtime/role.h"
 #include "roll/runtime/rpc_server.h"
@@ -36,8 +46,31 @@ std::string reward_type_of(const runtime::WorkerContext& ctx) {
   if (cls.find("math_rule") != std::string::npos) return "math_rule";
   if (cls.find("code_sandbox") != std::string::npos) return "code_sandbox";
   if (cls.find("llm_judge") != std::string::npos) return "llm_judge";
-  throw ConfigError(ctx.cluster + ".worker_cls", "unknown reward worker class '" + cls +
-                                                     "' (rollcpp has math_rule, code_sandbox and llm_judge)");
+  if (cls.find("crossthinkqa") != std::string::npos) return "crossthinkqa";
+  if (cls.find("ifeval") != std::string::npos) return "ifeval";
+  throw ConfigError(ctx.cluster + ".worker_cls",
+                    "unknown reward worker class '" + cls +
+                        "' (rollcpp has math_rule, code_sandbox, llm_judge, crossthinkqa and ifeval)");
+}
+
+// The domain's `rewards.<d>` block, when the worker runs from a config.
+const config::RewardConfig* reward_config_of(const runtime::WorkerContext& ctx) {
+  if (!ctx.config || ctx.cluster.rfind("reward-", 0) != 0) return nullptr;
+  for (const auto& [domain, r] : ctx.config->config.rewards)
+    if (domain == ctx.cluster.substr(7)) return &r;
+  return nullptr;
+}
+
+// CrossThinkQA's reward_type and response_length_penalty_coef: from the domain's config, else
+// (tests) options rule_reward_type / response_length_penalty_coef.
+std::unique_ptr<reward::CrossThinkQaReward> make_crossthinkqa(const runtime::WorkerContext& ctx) {
+  const config::RewardConfig* rc = reward_config_of(ctx);
+  const std::string key = "rewards." + ctx.cluster.substr(7) + ".reward_type";
+  std::optional<std::string> type = rc ? rc->reward_type : std::nullopt;
+  if (!rc && ctx.options.contains("rule_reward_type")) type = ctx.options["rule_reward_type"].get<std::string>();
+  if (!type) throw ConfigError(key, "CrossThinkQARuleRewardWorker needs reward_type: loose, soft or strict");
+  const double coef = rc ? rc->response_length_penalty_coef : ctx.options.value("response_length_penalty_coef", 0.0);
+  return std::make_unique<reward::CrossThinkQaReward>(reward::parse_crossthinkqa_reward_type(*type, key), coef);
 }
 
 std::string text_cell(const Batch& b, const std::string& key, int64_t row) {
@@ -51,6 +84,10 @@ class RewardRole : public runtime::Role {
   explicit RewardRole(runtime::WorkerContext& ctx) : ctx_(ctx), type_(reward_type_of(ctx)) {
     if (type_ == "math_rule") {
       math_ = std::make_unique<reward::MathRuleReward>();
+    } else if (type_ == "crossthinkqa") {
+      crossthinkqa_ = make_crossthinkqa(ctx);
+    } else if (type_ == "ifeval") {
+      ifeval_ = std::make_unique<reward::IfevalReward>();
     } else if (type_ == "llm_judge") {
       judge_ = std::make_unique<LlmJudgeScorer>(ctx);
       judge_timeout_ = std::chrono::seconds(ctx.options.value("judge_timeout_s", int64_t{1800}));
@@ -76,6 +113,7 @@ class RewardRole : public runtime::Role {
       NonTensorColumn info(static_cast<size_t>(n));
       int64_t failures = 0;
       if (judge_) return judge(b);
+      if (crossthinkqa_ || ifeval_) return rule(b);
       for (int64_t i = 0; i < n; ++i) {
         const std::string response = text_cell(b, "response_text", i);
         if (math_) {
@@ -132,12 +170,59 @@ class RewardRole : public runtime::Role {
     return runtime::Payload(std::move(out));
   }
 
+  // CrossThinkQA / IFEval: per sample score, shaped reward and what decided them.
+  runtime::Payload rule(const Batch& b) {
+    const int64_t n = b.size();
+    const std::string d = ctx_.cluster.substr(7);
+    at::Tensor scores = at::zeros({n}, at::kFloat), shaped = at::zeros({n}, at::kFloat);
+    NonTensorColumn info(static_cast<size_t>(n));
+    std::map<std::string, std::vector<double>> m;
+    // ROLL's length reward reads the width of the padded responses tensor; the driver sends it.
+    const int64_t width = b.meta.is_object() ? b.meta.value("responses_width", int64_t{-1}) : -1;
+    for (int64_t i = 0; i < n; ++i) {
+      const std::string response = text_cell(b, "response_text", i);
+      if (crossthinkqa_) {
+        // Without a width (a caller that is not the pipeline) the length reward is 0, its value
+        // for any response width over 400 tokens.
+        auto r = crossthinkqa_->score(response, text_cell(b, "ground_truth", i), width < 0 ? 401 : width);
+        scores[i] = r.score;
+        shaped[i] = r.response_level_reward;
+        info[i] = nlohmann::json{{"extracted", r.extracted},      {"format", r.format_ok},
+                                 {"correct", r.correct},          {"rule_reward", r.rule_reward},
+                                 {"repetition_penalty", r.repetition_penalty}, {"length_reward", r.length_reward}};
+        m[d + "/crossthinkqa/format"].push_back(r.format_ok ? 1.0 : 0.0);
+        m[d + "/crossthinkqa/correct"].push_back(r.correct ? 1.0 : 0.0);
+        m[d + "/crossthinkqa/repetition_penalty"].push_back(r.repetition_penalty);
+      } else {
+        const nlohmann::json truth = b.has_column("ground_truth") ? b.cell("ground_truth", i) : nlohmann::json();
+        auto r = ifeval_->score(response, truth, text_cell(b, "tag", i));
+        scores[i] = r.score;
+        shaped[i] = r.response_level_reward;
+        info[i] = nlohmann::json{{"func_name", r.func_name}, {"outcome", reward::to_string(r.outcome)},
+                                 {"error", r.error}, {"repetition_penalty", r.repetition_penalty}};
+        m[d + "/ifeval/pass"].push_back(r.score);
+        m[d + "/ifeval/unchecked"].push_back(r.outcome == reward::IfevalOutcome::checked ? 0.0 : 1.0);
+        m[d + "/ifeval/repetition_penalty"].push_back(r.repetition_penalty);
+      }
+    }
+    Batch out(n);
+    out.set_tensor("scores", scores);
+    out.set_tensor("response_level_rewards", shaped);
+    out.set_column("reward_info", std::move(info));
+    nlohmann::json metrics = nlohmann::json::object();
+    for (const auto& [k, v] : m) metrics[k] = v;
+    out.meta["metrics"] = metrics;
+    return runtime::Payload(std::move(out));
+  }
+
   runtime::WorkerContext& ctx_;
   std::string type_;
   std::unique_ptr<reward::MathRuleReward> math_;
   std::unique_ptr<reward::Sandbox> sandbox_;
   std::unique_ptr<reward::CodeSandboxReward> code_;
   std::unique_ptr<LlmJudgeScorer> judge_;
+  std::unique_ptr<reward::CrossThinkQaReward> crossthinkqa_;
+  std::unique_ptr<reward::IfevalReward> ifeval_;
   std::chrono::milliseconds judge_timeout_{0};
   std::map<std::string, double> last_;
 };

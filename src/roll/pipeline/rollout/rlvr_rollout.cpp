@@ -85,13 +85,21 @@ Batch build(const RolloutContext& ctx, const Batch& prompts, const std::vector<G
                              ctx.tokenizer.pad_id().value_or(0), ctx.tokenizer);
 }
 
-// What the reward workers read: the non-tensor columns (texts, ground truth, test cases).
+// What the reward workers read: the non-tensor columns (texts, ground truth, test cases), and the
+// width of the padded `responses` tensor (ROLL's CrossThinkQA length reward measures that).
 runtime::Payload reward_request(const Batch& samples) {
-  return runtime::Payload(samples.select({}, samples.column_keys()));
+  Batch request = samples.select({}, samples.column_keys());
+  request.meta["responses_width"] = samples.tensor("responses").size(1);
+  return runtime::Payload(std::move(request));
 }
 
+// `response_level_rewards`: the worker's shaped reward where it sends one (the rule rewards), else
+// the score; the advantage step normalises it, as ROLL's reward_postprocess does.
 void add_scores(Batch& samples, const Batch& scored) {
   samples.set_tensor("scores", scored.tensor("scores"));
+  samples.set_tensor("response_level_rewards", scored.has_tensor("response_level_rewards")
+                                                   ? scored.tensor("response_level_rewards")
+                                                   : scored.tensor("scores").clone());
   samples.meta["reward_metrics"] = scored.meta.value("metrics", nlohmann::json::object());
 }
 
