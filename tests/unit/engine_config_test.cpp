@@ -45,7 +45,7 @@ TEST(EngineConfig, BadStrategyValuesNameTheKey) {
   expect_error("gpu_memory_utilization: 1.5\n", "strategy_config.gpu_memory_utilization");
   expect_error("block_size: 0\n", "strategy_config.block_size");
   expect_error("max_num_seqs: many\n", "strategy_config.max_num_seqs");
-  expect_error("tensor_parallel_size: 2\n", "strategy_config.tensor_parallel_size");
+  expect_error("tensor_parallel_size: two\n", "strategy_config.tensor_parallel_size");
 }
 
 TEST(EngineConfig, GeneratingArgumentsToSamplingParams) {

@@ -5,10 +5,13 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <numeric>
 #include <set>
 
 #include "roll/config/device_mapping.h"
 #include "roll/config/load.h"
+#include "roll/config/model_arch.h"
+#include "roll/config/tracker_names.h"
 #include "roll/core/cpu_features.h"
 
 namespace roll::config {
@@ -94,7 +97,104 @@ void check_template(Ctx& x, const std::string& key, const std::string& name) {
 }
 
 // WorkerConfig.__post_init__ plus our strategy checks, for one role that will run.
+// Refusals a worker would otherwise meet when it starts (docs/known-gaps.md), said by validate.
+void check_generating_args(Ctx& x, const std::string& key, const std::optional<GeneratingArguments>& g) {
+  if (g && g->num_beams > 1)
+    x.error(key + ".num_beams", fmt::format("num_beams = {}: beam search is not supported in rollcpp yet; see "
+                                            "docs/known-gaps.md",
+                                            g->num_beams));
+}
+
+// Data files the loaders read: json/jsonl (data_args.dataset_type json).
+void check_data_args(Ctx& x, const std::string& key, const std::optional<DataArguments>& da) {
+  if (!da) return;
+  if (da->dataset_type != "json")
+    x.error(key + ".dataset_type", fmt::format("dataset_type '{}' is not supported (only json data files)",
+                                               da->dataset_type));
+  for (const auto& f : da->file_name) {
+    const size_t dot = f.find_last_of('.');
+    const std::string ext = dot == std::string::npos ? "" : f.substr(dot);
+    if (ext != ".json" && ext != ".jsonl")
+      x.error(key + ".file_name", fmt::format("'{}': data files are .json or .jsonl (arrow, csv, parquet and txt are "
+                                              "not read); see docs/known-gaps.md",
+                                              f));
+  }
+}
+
+// A role whose worker loads a model: its architecture, dtype and batching are ones the worker takes.
+void check_model_role(Ctx& x, const std::string& role, const WorkerConfig& w, bool trains) {
+  if (trains && w.use_dynamic_batching_in_train)
+    x.error(role + ".use_dynamic_batching_in_train",
+            "dynamic batching in training is not supported in rollcpp yet (micro-batches are "
+            "per_device_train_batch_size rows); see docs/known-gaps.md");
+  if (w.model_args.dtype == "fp16")
+    x.error(role + ".model_args.dtype", "fp16: rollcpp runs models in fp32 or bf16 (fp16 training needs dynamic loss "
+                                        "scaling, which is not implemented); use bf16");
+  if (!w.model_args.model_name_or_path) return;
+  const std::string& name = *w.model_args.model_name_or_path;
+  const std::string key = role + ".model_args.model_name_or_path";
+  const auto arch = model_architecture(name);
+  if (!arch)
+    x.warn(key, fmt::format("'{}' is neither a local model nor a hub name rollcpp knows the architecture of; the "
+                            "worker will check its config.json ({} load)",
+                            name, kLoadableModelTypes));
+  else if (!arch->model_type.empty() && !is_loadable_model_type(arch->model_type))
+    x.error(key, fmt::format("'{}' is a {} model ({}); rollcpp loads {} models; see docs/known-gaps.md", name,
+                             arch->model_type, arch->source, kLoadableModelTypes));
+}
+
+// A tensor / pipeline / context / sequence parallel layout rollcpp runs as data parallel.
+struct ParallelLayout {
+  int64_t fold = 1;               // model-parallel ranks per data-parallel rank in ROLL (tp·pp·cp·ulysses)
+  std::vector<std::string> keys;  // "<key> = <value>" of every layout setting > 1
+};
+
+// docs/config.md "Parallel layouts": every device becomes a data-parallel rank. ROLL's global
+// batch (per_device_train_batch_size × GA × devices / fold) is kept by dividing GA, then the
+// per-device batch, by the fold; a layout whose per-rank samples do not divide is an error.
+void fold_model_parallel(Ctx& x, const std::string& role, WorkerConfig& w, const ParallelLayout& layout,
+                         bool trains) {
+  if (layout.keys.empty()) return;
+  std::string keys;
+  for (const auto& k : layout.keys) keys += (keys.empty() ? "" : ", ") + k;
+  const int64_t n = w.device_mapping ? static_cast<int64_t>(w.device_mapping->size()) : 0;
+  std::string batch;
+  if (trains && layout.fold > 1 && n > 0) {
+    if (n % layout.fold != 0) {
+      x.error(role + ".device_mapping", fmt::format("{} devices do not divide into model-parallel groups of {} ({})",
+                                                    n, layout.fold, keys));
+      return;
+    }
+    auto& ta = w.training_args;
+    const int64_t per_rank = ta.per_device_train_batch_size * ta.gradient_accumulation_steps;
+    if (per_rank % layout.fold != 0) {
+      x.error(role + ".training_args.gradient_accumulation_steps",
+              fmt::format("{}: rollcpp runs every device as a data-parallel rank with ROLL's global batch, which "
+                          "needs per_device_train_batch_size × gradient_accumulation_steps ({} × {}) divisible by {}",
+                          keys, ta.per_device_train_batch_size, ta.gradient_accumulation_steps, layout.fold));
+      return;
+    }
+    const int64_t g = std::gcd(ta.gradient_accumulation_steps, layout.fold);
+    batch = fmt::format("; the global batch is ROLL's: gradient_accumulation_steps {} -> {}, "
+                        "per_device_train_batch_size {} -> {}",
+                        ta.gradient_accumulation_steps, ta.gradient_accumulation_steps / g,
+                        ta.per_device_train_batch_size, ta.per_device_train_batch_size / (layout.fold / g));
+    ta.gradient_accumulation_steps /= g;
+    ta.per_device_train_batch_size /= layout.fold / g;
+  }
+  const std::string what =
+      trains ? fmt::format("each of the {} devices is a data-parallel rank with the parameters, gradients and optimizer "
+                           "state sharded over all ranks (ZeRO-3) instead of split inside a model-parallel group",
+                           n)
+             : "each device holds a whole model copy";
+  x.warn(role, fmt::format("{}: rollcpp has no tensor/pipeline/context/expert/sequence parallelism yet; {}{}. The "
+                           "maths is the same; per-device memory and communication differ (whole-layer all-gathers "
+                           "and gradient reduce-scatters instead of activation exchange)",
+                           keys, what, batch));
+}
+
 void derive_worker(Ctx& x, const std::string& role, WorkerConfig& w, bool needs_devices) {
+  ParallelLayout layout;
   const std::string sa = role + ".strategy_args";
   if (!w.strategy_args) {
     if (needs_devices && w.device_mapping) w.strategy_args.emplace();  // ROLL's default: fsdp2_train
@@ -113,27 +213,27 @@ void derive_worker(Ctx& x, const std::string& role, WorkerConfig& w, bool needs_
     const NodePtr& sc = s.strategy_config;
     if (sc && !sc->is_null() && !sc->is_map())
       x.error(sa + ".strategy_config", fmt::format("expected a mapping, got a {}", sc->kind_name()));
+    // Model-parallel layouts run as data parallel on the same devices (fold_model_parallel below).
     if (s.strategy_name.rfind("megatron", 0) == 0) {
-      for (const char* k : {"tensor_model_parallel_size", "pipeline_model_parallel_size",
-                            "context_parallel_size", "expert_model_parallel_size",
-                            "virtual_pipeline_model_parallel_size"}) {
-        int64_t v = cfg_int(sc, k, 1);
-        if (v > 1)
-          x.error(sa + ".strategy_config." + k,
-                  fmt::format("{} = {}: megatron strategies run as plain data parallel in rollcpp; tensor, pipeline, "
-                              "context and expert parallel > 1 are not supported yet; see docs/known-gaps.md",
-                              k, v));
+      for (const char* k : {"tensor_model_parallel_size", "pipeline_model_parallel_size", "context_parallel_size"}) {
+        const int64_t v = cfg_int(sc, k, 1);
+        if (v > 1) {
+          layout.fold *= v;
+          layout.keys.push_back(fmt::format("{}.strategy_config.{} = {}", sa, k, v));
+        }
+      }
+      for (const char* k : {"expert_model_parallel_size", "virtual_pipeline_model_parallel_size"}) {
+        const int64_t v = cfg_int(sc, k, 1);
+        if (v > 1) layout.keys.push_back(fmt::format("{}.strategy_config.{} = {}", sa, k, v));
       }
     }
     if (kGenerateStrategies.count(s.strategy_name)) {
       for (const char* k : {"tensor_parallel_size", "pipeline_parallel_size", "tp_size"}) {
-        int64_t v = cfg_int(sc, k, 1);
-        if (v > 1)
-          x.error(sa + ".strategy_config." + k,
-                  fmt::format("{} = {}: the built-in inference engine runs one model copy per device; tensor/pipeline "
-                              "parallel inference is not supported yet; see docs/known-gaps.md",
-                              k, v));
+        const int64_t v = cfg_int(sc, k, 1);
+        if (v > 1) layout.keys.push_back(fmt::format("{}.strategy_config.{} = {}", sa, k, v));
       }
+      // One engine replica per device, whatever num_gpus_per_worker ROLL would derive (tp x pp).
+      if (!layout.keys.empty()) w.num_gpus_per_worker = 1;
     }
     if (s.strategy_name == "deepspeed_train") {
       NodePtr zero = sc && sc->is_map() ? sc->get("zero_optimization") : nullptr;
@@ -145,9 +245,10 @@ void derive_worker(Ctx& x, const std::string& role, WorkerConfig& w, bool needs_
     // num_gpus_per_worker: 1 for everything but the generation engines (ROLL: tp*pp for vllm).
     if (!kGenerateStrategies.count(s.strategy_name)) w.num_gpus_per_worker = 1;
   }
-  if (w.model_args.ulysses_size > 1)
-    x.error(role + ".model_args.ulysses_size",
-            "Ulysses sequence parallel (ulysses_size > 1) is not supported in rollcpp yet; see docs/known-gaps.md");
+  if (w.model_args.ulysses_size > 1) {
+    layout.fold *= w.model_args.ulysses_size;
+    layout.keys.push_back(fmt::format("{}.model_args.ulysses_size = {}", role, w.model_args.ulysses_size));
+  }
   if (w.model_args.lora_target)
     x.error(role + ".model_args.lora_target", "LoRA is not supported in rollcpp yet; see docs/known-gaps.md");
   x.one_of(role + ".model_args.dtype", w.model_args.dtype, {"fp32", "bf16", "fp16"});
@@ -196,6 +297,8 @@ void derive_worker(Ctx& x, const std::string& role, WorkerConfig& w, bool needs_
       x.error(role + ".device_mapping",
               fmt::format("{} needs devices: set device_mapping (e.g. list(range(0,1)))", role));
   }
+  const bool trains = w.strategy_args && kTrainStrategies.count(w.strategy_args->strategy_name);
+  fold_model_parallel(x, role, w, layout, trains);
   w.training_args.seed = x.c.seed;
   if (!w.checkpoint_config || w.checkpoint_config->is_null()) w.checkpoint_config = x.c.checkpoint_config;
   // system_envs: the top-level ones are exported by the driver; a worker's own values win.
@@ -252,11 +355,14 @@ void derive_common(Ctx& x) {
   if (c.eval_steps < 0) x.error("eval_steps", fmt::format("must be >= 0, got {}", c.eval_steps));
   if (c.num_gpus_per_node <= 0) x.error("num_gpus_per_node", fmt::format("must be >= 1, got {}", c.num_gpus_per_node));
   if (c.rpc_timeout <= 0) x.error("rpc_timeout", "must be > 0");
-  x.one_of("track_with", c.track_with, {"tensorboard", "wandb", "swanlab", "stdout", "trackio", "jsonl", ""});
-  if (c.track_with == "wandb" || c.track_with == "swanlab" || c.track_with == "trackio")
-    x.warn("track_with", fmt::format("'{}' needs network access, which rollcpp never uses; the run will refuse it: "
-                                     "use tensorboard or jsonl",
-                                     c.track_with));
+  if (c.track_with == "ml_tracker")
+    x.error("track_with", fmt::format("'ml_tracker' is not in ROLL's tracker registry either (ROLL raises 'Unknown "
+                                      "tracker name'); valid names: {}",
+                                      kTrackerNames));
+  else
+    x.one_of("track_with", c.track_with, {"tensorboard", "wandb", "swanlab", "stdout", "trackio", "jsonl", ""});
+  if (is_upload_tracker(c.track_with))
+    x.warn("track_with", upload_tracker_notice(c.track_with, "the tracker log directory (docs/tracking.md)"));
   if (c.async_generation_ratio > 0)
     x.error("async_generation_ratio",
             fmt::format("async_generation_ratio = {}: asynchronous (off-policy) generation is not supported in "
@@ -439,6 +545,8 @@ void derive_rlvr(Ctx& x) {
         {"MathRuleRewardWorker", "math_rule"},
         {"CodeSandboxRewardWorker", "code_sandbox"},
         {"LLMJudgeRewardWorker", "llm_judge"},
+        {"CrossThinkQARuleRewardWorker", "crossthinkqa"},
+        {"GeneralRuleRewardWorker", "ifeval"},
     };
     bool known = cls.empty();
     for (const auto& [suffix, kind] : supported)
@@ -447,8 +555,15 @@ void derive_rlvr(Ctx& x) {
     if (!known)
       x.error(key + ".worker_cls",
               fmt::format("reward worker '{}' is not supported in rollcpp yet (supported: MathRuleRewardWorker, "
-                          "CodeSandboxRewardWorker, LLMJudgeRewardWorker); see docs/known-gaps.md",
+                          "CodeSandboxRewardWorker, LLMJudgeRewardWorker, CrossThinkQARuleRewardWorker, "
+                          "GeneralRuleRewardWorker); see docs/known-gaps.md",
                           cls));
+    if (cls.ends_with("CrossThinkQARuleRewardWorker")) {
+      if (!r.reward_type)
+        x.error(key + ".reward_type", "CrossThinkQARuleRewardWorker needs reward_type: loose, soft or strict");
+      else
+        x.one_of(key + ".reward_type", *r.reward_type, {"loose", "soft", "strict"});
+    }
     if (r.judge_model_type && *r.judge_model_type == "api")
       x.error(key + ".judge_model_type",
               "judge_model_type 'api' needs network access, which rollcpp never uses; use 'inference'");
@@ -494,6 +609,12 @@ int64_t ceil_div(int64_t a, int64_t b) { return b <= 0 ? 0 : (a + b - 1) / b; }
 
 void derive_env_manager(Ctx& x, const std::string& key, EnvManagerConfig& m, bool is_train) {
   PipelineConfig& c = x.c;
+  if (m.llm_proxy.proxy_type != "policy")
+    x.error(key + ".llm_proxy.proxy_type",
+            fmt::format("proxy type '{}' is not supported in rollcpp yet (only 'policy': the actor_infer router); see "
+                        "docs/known-gaps.md",
+                        m.llm_proxy.proxy_type));
+  check_generating_args(x, key + ".generating_args", m.worker.generating_args);
   if (m.group_size <= 0) x.error(key + ".group_size", fmt::format("must be >= 1, got {}", m.group_size));
   if (m.num_env_groups <= 0) x.error(key + ".num_env_groups", fmt::format("must be >= 1, got {}", m.num_env_groups));
   if (m.group_size_redundancy < 0) x.error(key + ".group_size_redundancy", "must be >= 0");
@@ -533,6 +654,13 @@ void derive_env_manager(Ctx& x, const std::string& key, EnvManagerConfig& m, boo
               fmt::format("the agentic overlong penalty applies to per-turn samples (against max_tokens_per_step): "
                           "custom_envs.{}.env_manager_cls must be StepEnvManager (it is {})",
                           tag, mgr && mgr->is_scalar() ? mgr->text() : "TrajEnvManager, the default"));
+    // Agent runners and tool wrappers drive other env managers (agent_native, tool-call envs).
+    for (const char* k : {"agent_runner_cls", "tool_wrapper"})
+      if (NodePtr v = spec->get(k); v && !v->is_null())
+        x.error("custom_envs." + tag + "." + k,
+                fmt::format("{} is not supported in rollcpp yet (TrajEnvManager and StepEnvManager drive the env "
+                            "themselves); see docs/known-gaps.md",
+                            k));
     if (mgr && mgr->is_scalar()) {
       const std::string& cls = mgr->text();
       if (!cls.ends_with("TrajEnvManager") && !cls.ends_with("StepEnvManager"))
@@ -666,6 +794,8 @@ void derive_and_check(PipelineConfig& c, const NodePtr& resolved, Platform platf
     derive_sft(x);
     derive_worker(x, "sft_train", c.sft_train, true);
     check_platform_strategy(x, "sft_train", c.sft_train);
+    check_model_role(x, "sft_train", c.sft_train, true);
+    check_data_args(x, "sft_train.data_args", c.sft_train.data_args);
     if (c.sft_train.strategy_args && is_inference_strategy(c.sft_train.strategy_args->strategy_name))
       x.error("sft_train.strategy_args.strategy_name", "sft_train needs a training strategy");
     return;
@@ -692,7 +822,10 @@ void derive_and_check(PipelineConfig& c, const NodePtr& resolved, Platform platf
     if (std::string(role) == "critic" && !critic_started) continue;
     if (std::string(role) == "reference" && !c.enable_reference) continue;
     check_platform_strategy(x, role, w);
+    const bool trains = std::string(role) == "actor_train" || std::string(role) == "critic";
+    check_model_role(x, role, w, trains);
   }
+  check_generating_args(x, "actor_infer.generating_args", c.actor_infer.generating_args);
   if (c.actor_train.pg_variant && c.actor_train.worker_cls &&
       !c.actor_train.worker_cls->ends_with("ActorPGWorker"))
     x.warn("actor_train.pg_variant", "pg_variant is read only by ActorPGWorker (worker_cls "
@@ -705,6 +838,14 @@ void derive_and_check(PipelineConfig& c, const NodePtr& resolved, Platform platf
   if (c.kind == PipelineKind::rlvr) {
     derive_rlvr(x);
     samples_per_step *= c.num_return_sequences_in_group;
+    check_data_args(x, "actor_train.data_args", c.actor_train.data_args);
+    if (c.validation) {
+      check_data_args(x, "validation.data_args", c.validation->data_args);
+      check_generating_args(x, "validation.generating_args", c.validation->generating_args);
+    }
+    for (const auto& [domain, r] : c.rewards)
+      if (r.worker.worker_cls.value_or("").ends_with("LLMJudgeRewardWorker"))
+        check_model_role(x, "rewards." + domain, r.worker, false);
     if (c.reward_model) derive_worker(x, "reward_model", *c.reward_model, true);
   } else {
     derive_agentic(x);

@@ -39,9 +39,9 @@ void apply_strategy_config(const config::NodePtr& sc, const std::string& prefix,
     } else if (key == "enable_prefix_caching") {
       if (config::read_bool(node, path, b, diag)) c.enable_prefix_caching = b;
     } else if (key == "tensor_parallel_size" || key == "pipeline_parallel_size" || key == "tp_size") {
-      if (config::read_int(node, path, i, diag) && i > 1)
-        diag.error(path, fmt::format("{} = {}: the built-in engine runs one model replica per worker "
-                                     "(use more infer workers for data parallel)", path, i));
+      // The engine holds one whole replica per worker; config/derive.cpp turns a TP/PP layout into
+      // one worker per device and warns.
+      config::read_int(node, path, i, diag);
     } else if (ignored) {
       ignored->push_back(path);
     }

@@ -4,6 +4,7 @@
 
 #include <ctime>
 
+#include "roll/config/tracker_names.h"
 #include "roll/core/error.h"
 #include "roll/core/log.h"
 #include "roll/track/hparams.h"
@@ -61,10 +62,18 @@ std::string kwarg_string(const config::NodePtr& kwargs, const std::string& key) 
   return v->text();
 }
 
+// The directory key of tracker_kwargs: log_dir (ROLL's tensorboard), or swanlab's own logdir.
+std::string log_dir_key(const config::BaseConfig& config) {
+  if (config.track_with == "swanlab" && kwarg_string(config.tracker_kwargs, "log_dir").empty() &&
+      !kwarg_string(config.tracker_kwargs, "logdir").empty())
+    return "logdir";
+  return "log_dir";
+}
+
 }  // namespace
 
 std::string tracker_log_dir(const config::BaseConfig& config, std::chrono::system_clock::time_point start) {
-  std::string root = kwarg_string(config.tracker_kwargs, "log_dir");
+  std::string root = kwarg_string(config.tracker_kwargs, log_dir_key(config));
   if (root.empty()) root = config.output_dir;
   const std::time_t t = std::chrono::system_clock::to_time_t(start);
   std::tm tm{};
@@ -79,25 +88,32 @@ std::unique_ptr<Tracker> make_tracker(const std::string& name, const std::string
   if (name == "stdout") return std::make_unique<StdoutTracker>();
   if (name == "jsonl") return std::make_unique<JsonlTracker>(log_dir);
   if (name == "tensorboard") return std::make_unique<TensorBoardTracker>(TensorBoardOptions{log_dir});
-  if (name == "wandb" || name == "swanlab" || name == "trackio")
-    throw ConfigError("track_with", fmt::format("track_with: '{}' needs network access, which rollcpp never uses; "
-                                                "use track_with: tensorboard (event files) or jsonl (metrics.jsonl)", name));
-  throw ConfigError("track_with", fmt::format("track_with: unknown tracker '{}'; valid names: tensorboard, jsonl, "
-                                              "stdout, \"\" (none)", name));
+  if (config::is_upload_tracker(name)) {
+    std::vector<std::unique_ptr<Tracker>> both;
+    both.push_back(std::make_unique<TensorBoardTracker>(TensorBoardOptions{log_dir}));
+    both.push_back(std::make_unique<JsonlTracker>(log_dir));
+    return std::make_unique<MultiTracker>(std::move(both));
+  }
+  throw ConfigError("track_with", fmt::format("track_with: unknown tracker '{}' (ROLL's registry has tensorboard, "
+                                              "wandb, swanlab, stdout and trackio); valid names: {}",
+                                              name, config::kTrackerNames));
 }
 
 std::unique_ptr<Tracker> make_tracker(const config::BaseConfig& config, const config::NodePtr& written_config,
                                       std::chrono::system_clock::time_point start) {
   const std::string& name = config.track_with;
   std::string log_dir;
-  if (name == "jsonl" || name == "tensorboard") {
+  if (name == "jsonl" || name == "tensorboard" || config::is_upload_tracker(name)) {
     log_dir = tracker_log_dir(config, start);
+    const std::string dir_key = log_dir_key(config);
     if (config.tracker_kwargs && config.tracker_kwargs->is_map())
       for (const auto& [key, v] : config.tracker_kwargs->entries())
-        if (key != "log_dir") log::warn("tracker_kwargs.{} is ignored by the {} tracker", key, name);
+        if (key != dir_key)
+          log::warn("tracker_kwargs.{} is ignored by the {} tracker", key, name);
   }
   auto tracker = make_tracker(name, log_dir);
-  if (!log_dir.empty()) log::info("{} tracker writes to {}", name, log_dir);
+  if (config::is_upload_tracker(name)) log::warn("{}", config::upload_tracker_notice(name, log_dir));
+  else if (!log_dir.empty()) log::info("{} tracker writes to {}", name, log_dir);
   tracker->log_hparams(flatten_config(written_config));
   return tracker;
 }

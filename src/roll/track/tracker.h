@@ -1,8 +1,9 @@
 #pragma once
 // Trackers (docs/tracking.md, ROLL's roll/utils/tracking.py): where a pipeline's per-step metrics go.
 // `track_with` names one: tensorboard (event files), jsonl (our extension: one JSON line per
-// step), stdout (log lines), "" (nothing). wandb, swanlab and trackio need network access and
-// are refused. See docs/tracking.md.
+// step), stdout (log lines), "" (nothing). wandb, swanlab and trackio upload to a service, which
+// rollcpp never does: they write event files and metrics.jsonl for the user to upload
+// (config/tracker_names.h). See docs/tracking.md.
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -63,7 +64,7 @@ class MultiTracker : public Tracker {
 std::string tracker_log_dir(const config::BaseConfig& config, std::chrono::system_clock::time_point start);
 
 // The tracker `name` writing under `log_dir` (unused by stdout and ""). ConfigError on key
-// `track_with` for network trackers and unknown names.
+// `track_with` for unknown names.
 std::unique_ptr<Tracker> make_tracker(const std::string& name, const std::string& log_dir);
 
 // The tracker `config.track_with` names, with the run's hparams already logged, as ROLL does when it

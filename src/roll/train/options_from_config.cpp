@@ -102,10 +102,16 @@ TrainOptions train_options_from_config(const config::BaseConfig& p, double max_g
                                     reduce));
   } else if (name == "megatron_train") {
     const bool dist_opt = bool_at(child(sc, "use_distributed_optimizer"), key + ".use_distributed_optimizer", false, d);
-    o.zero_stage = dist_opt ? 1 : 0;
-    o.notes.push_back(fmt::format("megatron_train runs as data parallel{}", dist_opt ? " with the optimizer state "
-                                                                                       "sharded (ZeRO-1)"
-                                                                                     : ""));
+    int64_t model_parallel = 1;
+    for (const char* k : {"tensor_model_parallel_size", "pipeline_model_parallel_size", "context_parallel_size"})
+      model_parallel *= std::max<int64_t>(1, int_at(child(sc, k), key + "." + k, 1, d));
+    // A model-parallel layout runs as ZeRO-3 data parallel: parameters sharded over the ranks, as
+    // tensor/pipeline parallel would split them (config/derive.cpp keeps the global batch).
+    o.zero_stage = model_parallel > 1 ? 3 : dist_opt ? 1 : 0;
+    o.notes.push_back(fmt::format("megatron_train runs as data parallel{}",
+                                  model_parallel > 1 ? " with ZeRO-3 in place of its model-parallel layout"
+                                  : dist_opt         ? " with the optimizer state sharded (ZeRO-1)"
+                                                     : ""));
   } else {
     throw ConfigError(role + ".strategy_args.strategy_name",
                       fmt::format("'{}' is not a training strategy (deepspeed_train, fsdp2_train, megatron_train)", name));
