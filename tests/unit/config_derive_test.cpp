@@ -368,6 +368,10 @@ INSTANTIATE_TEST_SUITE_P(
                 true},
         BadCase{"ag_agent_runner", {"+custom_envs.FrozenLake.agent_runner_cls=my.Runner"},
                 "custom_envs.FrozenLake.agent_runner_cls", true},
+        BadCase{"judge_model_type_cluster",
+                {"rewards.math_rule.worker_cls=roll.pipeline.rlvr.rewards.llm_judge_reward_worker.LLMJudgeRewardWorker",
+                 "rewards.math_rule.judge_model_type=cluster"},
+                "rewards.math_rule.judge_model_type"},
         BadCase{"crossthinkqa_without_reward_type",
                 {"rewards.math_rule.worker_cls=roll.pipeline.rlvr.rewards.crossthinkqa_rule_reward_worker."
                  "CrossThinkQARuleRewardWorker"},

@@ -567,6 +567,12 @@ void derive_rlvr(Ctx& x) {
     if (r.judge_model_type && *r.judge_model_type == "api")
       x.error(key + ".judge_model_type",
               "judge_model_type 'api' needs network access, which rollcpp never uses; use 'inference'");
+    else if (r.judge_model_type && *r.judge_model_type != "inference" &&
+             cls.ends_with("LLMJudgeRewardWorker"))
+      x.error(key + ".judge_model_type",
+              fmt::format("judge_model_type '{}' is not one ROLL's LLMJudgeRewardWorker serves either (it raises "
+                          "'Unsupported model type'); use 'inference'",
+                          *r.judge_model_type));
     x.one_of(key + ".query_filter_config.type", r.query_filter_config.type,
              {"no_filter", "mean_filter", "std_filter"});
     derive_worker(x, key, r.worker, false);
