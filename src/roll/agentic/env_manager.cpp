@@ -8,6 +8,7 @@
 
 #include "roll/core/batch.h"
 #include "roll/core/error.h"
+#include "roll/core/rng.h"
 #include "roll/model/chat_template.h"
 #include "roll/model/tokenizer.h"
 
@@ -50,15 +51,11 @@ EnvManager::~EnvManager() = default;
 
 namespace {
 
-// splitmix64's finaliser, chained over the parts: a well-spread 64-bit seed from small integers.
+// splitmix64's finaliser chained over the parts (a boost-style combine before each): a well-spread
+// 64-bit seed from small integers.
 uint64_t mix_seed(std::initializer_list<uint64_t> parts) {
   uint64_t h = 0x243F6A8885A308D3ull;
-  for (uint64_t p : parts) {
-    h ^= p + 0x9E3779B97F4A7C15ull + (h << 6) + (h >> 2);
-    h = (h ^ (h >> 30)) * 0xBF58476D1CE4E5B9ull;
-    h = (h ^ (h >> 27)) * 0x94D049BB133111EBull;
-    h ^= h >> 31;
-  }
+  for (uint64_t p : parts) h = mix64(h ^ (p + 0x9E3779B97F4A7C15ull + (h << 6) + (h >> 2)));
   return h;
 }
 

@@ -9,13 +9,15 @@
 
 namespace roll {
 
-// splitmix64's output function: cheap, and each input bit moves every output bit.
-constexpr uint64_t splitmix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
+// splitmix64's finaliser alone: each input bit moves every output bit (0 maps to 0).
+constexpr uint64_t mix64(uint64_t x) {
   x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
   x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
   return x ^ (x >> 31);
 }
+
+// splitmix64's output function: the golden-ratio step, then the finaliser.
+constexpr uint64_t splitmix64(uint64_t x) { return mix64(x + 0x9e3779b97f4a7c15ull); }
 
 class SeededRng {
  public:
