@@ -10,7 +10,9 @@
 // Each point stops after --max-seconds (default 60) and says so ("capped": true).
 //
 //   bench_engine [--threads 2] [--presets small,qwen2.5-0.5b-shape] [--dtypes fp32,bf16]
-//                [--batches 1,8,64,256] [--max-seconds 60] [--smoke]
+//                [--batches 1,8,64,256] [--max-seconds 60] [--smoke] [--bf16-products native|widened]
+// A "kernels" line says which matrix-product path the engine takes on this CPU; --bf16-products
+// forces the large-M bf16 path (native needs AVX512-BF16 or AMX, else it is a scalar loop).
 #include <ATen/ATen.h>
 
 #include <chrono>
@@ -21,8 +23,10 @@
 #include <string>
 #include <vector>
 
+#include "roll/core/cpu_features.h"
 #include "roll/core/parallel_for.h"
 #include "roll/engine/cpu_kernels.h"
+#include "roll/engine/linear.h"
 #include "roll/engine/engine_core.h"
 #include "roll/engine/model_runner.h"
 #include "roll/model/model_init.h"
@@ -307,6 +311,14 @@ int main(int argc, char** argv) {
       for (const auto& b : split(next())) o.batches.push_back(std::stoll(b));
     } else if (a == "--max-seconds") o.max_seconds = std::stod(next());
     else if (a == "--smoke") o.smoke = true;
+    else if (a == "--bf16-products") {
+      const std::string v = next();
+      if (v != "native" && v != "widened") {
+        std::fprintf(stderr, "--bf16-products is native or widened, not '%s'\n", v.c_str());
+        return 2;
+      }
+      engine::linear_native_bf16() = v == "native";
+    }
     else {
       std::fprintf(stderr, "unknown option %s\n", a.c_str());
       return 2;
@@ -324,6 +336,11 @@ int main(int argc, char** argv) {
               o.threads, bw / 1e9, 2 * bw / 1e9, load1());
   std::printf("{\"bench\":\"read_bandwidth\",\"threads\":%d,\"gb_s\":%.2f,\"load1\":%.2f}\n", o.threads,
               read_bw / 1e9, load1());
+  const core::CpuFeatures& cpu = core::cpu_features();
+  std::printf("{\"bench\":\"kernels\",\"cpu\":\"%s\",\"avx2\":%s,\"avx512f\":%s,\"avx512_bf16\":%s,"
+              "\"fp32_path\":\"%s\",\"bf16_path\":\"%s\"}\n",
+              cpu.model.c_str(), cpu.avx2 ? "true" : "false", cpu.avx512f ? "true" : "false",
+              cpu.avx512_bf16 ? "true" : "false", engine::linear_path(at::kFloat), engine::linear_path(at::kBFloat16));
   for (const auto& preset : o.presets)
     for (const auto& dt : o.dtypes) {
       const at::ScalarType dtype = dt == "bf16" ? at::kBFloat16 : at::kFloat;

@@ -1,5 +1,5 @@
-// The engine's compute kernels against plain ATen: the matrix product on every path (gemv,
-// weight streaming, bf16 tiles + BLAS), and paged attention (prefill chunks and decodes over
+// The engine's compute kernels against plain ATen: the matrix product on every path the CPU has
+// (gemv, weight streaming, bf16 tiles + BLAS, native bf16 products), and paged attention (prefill chunks and decodes over
 // scattered blocks) against dense causal attention.
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
@@ -8,6 +8,7 @@
 #include <cmath>
 #include <vector>
 
+#include "roll/core/cpu_features.h"
 #include "roll/engine/cpu_kernels.h"
 #include "roll/engine/linear.h"
 #include "roll/engine/model_runner.h"
@@ -40,19 +41,31 @@ at::Tensor dense_attention(const at::Tensor& q, const at::Tensor& k, const at::T
 
 TEST(EngineKernels, LinearMatchesAtenOnEveryPath) {
   at::manual_seed(0);
+  const bool saved = roll::engine::linear_native_bf16();
   for (at::ScalarType dt : {at::kFloat, at::kBFloat16})
     for (int64_t M : {1, 2, 3, 5, 8, 16, 17, 40}) {
       const int64_t K = 72, N = 150;  // K not a multiple of 16, N not of the tile
       at::Tensor x = at::randn({M, K});
       at::Tensor w = at::randn({N, K}).to(dt), b = at::randn({N}).to(dt);
       at::Tensor ref = at::linear(x, w.to(at::kFloat), b.to(at::kFloat));
+      roll::engine::linear_native_bf16() = false;
       at::Tensor y = roll::engine::linear(x, w, b);
       ASSERT_EQ(y.scalar_type(), at::kFloat);
       // Both sides read the same (bf16-exact) weights; fp32 dots of 72 N(0,1)² terms in other orders,
       // |y| ≲ 40: sqrt(72)·eps·40 ≈ 4e-5 -> 1e-4.
       EXPECT_LT(max_abs_diff(y, ref), 1e-4) << "M=" << M << " dtype=" << dt;
       EXPECT_LT(max_abs_diff(roll::engine::linear(x, w), at::linear(x, w.to(at::kFloat))), 1e-4);
+      // The native bf16 path, where this CPU has one: activations rounded to bf16, fp32 sums, the
+      // output rounded to bf16. Against fp32 ATen on the same rounded activations the difference is
+      // the output's rounding (half a bf16 ulp: 2^-8 relative, 7 fraction bits) plus the fp32 term above.
+      if (dt == at::kBFloat16 && M > roll::engine::linear_small_m_threshold(dt) && core::cpu_features().native_bf16()) {
+        roll::engine::linear_native_bf16() = true;
+        at::Tensor yn = roll::engine::linear(x, w);
+        at::Tensor refn = at::linear(x.to(at::kBFloat16).to(at::kFloat), w.to(at::kFloat));
+        EXPECT_TRUE(((yn - refn).abs() <= refn.abs() * std::ldexp(1.0, -8) + 1e-4).all().item<bool>()) << "M=" << M;
+      }
     }
+  roll::engine::linear_native_bf16() = saved;
 }
 
 // Each thread count restores the previous one when it goes out of scope.
@@ -85,7 +98,12 @@ TEST(EngineKernels, KernelsRunOnEveryThreadWithTheSameResults) {
       // count: fp32 dots of 896 N(0,1)² terms, |y| ≲ 140: sqrt(896)·eps·140 ≈ 5e-4.
       if (M <= roll::engine::linear_small_m_threshold(dt) && !(dt == at::kFloat && M == 1))
         EXPECT_EQ(d, 0.0f) << "M=" << M << " dtype=" << dt;
-      else
+      else if (dt == at::kBFloat16 && roll::engine::linear_native_bf16()) {
+        // The native path rounds the output to bf16: two fp32 sums ~5e-4 apart can round one bf16
+        // ulp apart, 2^(e - 7) for the largest |y| in [2^e, 2^(e+1)).
+        const float top = serial[i - 1].abs().max().item<float>();
+        EXPECT_LE(d, std::ldexp(1.0f, std::ilogb(top) - 7)) << "M=" << M;
+      } else
         EXPECT_LT(d, 5e-4) << "M=" << M << " dtype=" << dt;
     }
   }

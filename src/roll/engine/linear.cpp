@@ -8,6 +8,7 @@
 #include <thread>
 #include <vector>
 
+#include "roll/core/cpu_features.h"
 #include "roll/core/parallel_for.h"
 #include "roll/engine/cpu_kernels.h"
 
@@ -78,7 +79,28 @@ at::Tensor tiled_bf16(const at::Tensor& x, const at::Tensor& w) {
   return y;
 }
 
+// Large-M bf16 where the CPU multiplies bf16 natively (AVX512-BF16 / AMX-BF16): ATen's bf16
+// product (oneDNN) on activations rounded to bf16 once, fp32 accumulation, the output rounded to
+// bf16 (what the layers of a bf16 model see in ROLL's vLLM). Measured at the 0.5B shapes on Zen 4,
+// 2 threads: 314 GFLOP/s at M = 512 against 162 for widened tiles, 221 against 105 at M = 64.
+at::Tensor native_bf16(const at::Tensor& x, const at::Tensor& w) {
+  return at::mm(x.to(at::kBFloat16), w.t()).to(at::kFloat);
+}
+
 }  // namespace
+
+bool& linear_native_bf16() {
+  static bool on = core::cpu_features().native_bf16();
+  return on;
+}
+
+const char* linear_path(at::ScalarType weight_dtype) {
+  if (weight_dtype != at::kBFloat16) return "fp32: streaming kernel for small M, BLAS above";
+  if (linear_native_bf16()) return "bf16: streaming kernel for small M, native bf16 products above (AVX512-BF16)";
+  return core::cpu_features().native_bf16()
+             ? "bf16: streaming kernel for small M, weight tiles widened to fp32 for BLAS above (native bf16 off)"
+             : "bf16: streaming kernel for small M, weight tiles widened to fp32 for BLAS above (no native bf16 here)";
+}
 
 at::Tensor linear(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b) {
   const int64_t M = x.size(0);
@@ -88,7 +110,7 @@ at::Tensor linear(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b)
   } else if (M <= linear_small_m_threshold(w.scalar_type())) {
     y = streaming(x, w);
   } else if (w.scalar_type() == at::kBFloat16) {
-    y = tiled_bf16(x, w);
+    y = linear_native_bf16() ? native_bf16(x, w) : tiled_bf16(x, w);
   } else {
     y = at::mm(x, w.t());
   }

@@ -1,9 +1,10 @@
 #pragma once
 // The engine's matrix product y = x w^T (+ b): fp32 activations against fp32 or bf16 weights,
-// fp32 out. Picks the path by the number of rows: a weight-streaming kernel for decode-sized
-// batches (gemv at M = 1 for fp32), BLAS for large fp32 batches, and for large bf16 batches
-// weight tiles widened to fp32 in cache then multiplied by BLAS (ATen's own bf16 GEMM on CPUs
-// without AVX-512 is a scalar loop, ~100x slower).
+// fp32 out. Picks the path by the number of rows and the CPU: a weight-streaming kernel for
+// decode-sized batches (gemv at M = 1 for fp32), BLAS for large fp32 batches, and for large bf16
+// batches ATen's bf16 product where the CPU has native bf16 (AVX512-BF16 / AMX; inputs and output
+// rounded to bf16), else weight tiles widened to fp32 in cache then multiplied by BLAS (ATen's
+// bf16 GEMM without those instructions is a scalar loop, ~100x slower).
 #include <ATen/core/Tensor.h>
 
 namespace roll::engine {
@@ -13,6 +14,12 @@ at::Tensor linear(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b 
 
 // Rows of x at or below which the weight-streaming kernel is used, per weight dtype (tunable).
 int64_t& linear_small_m_threshold(at::ScalarType weight_dtype);
+
+// Whether large-M bf16 products use the CPU's native bf16 path (default: the CPU has
+// AVX512-BF16 or AMX-BF16; tests and benches may switch it to compare).
+bool& linear_native_bf16();
+// The path linear() takes for a weight dtype, in words (the engine logs it once; bench_engine prints it).
+const char* linear_path(at::ScalarType weight_dtype);
 
 // Distinct threads that ran the tasks of one at::parallel_for compiled in the engine: the
 // engine's kernels run in parallel only if this file was built with OpenMP (core/parallel_for.h).

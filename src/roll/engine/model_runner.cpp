@@ -4,8 +4,10 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <mutex>
 
 #include "roll/core/error.h"
+#include "roll/core/log.h"
 #include "roll/core/parallel_for.h"
 #include "roll/engine/linear.h"
 
@@ -93,6 +95,8 @@ ModelRunner::ModelRunner(std::shared_ptr<const model::Transformer> model) : mode
   // Same inverse frequencies as the model's RoPE tables.
   inv_freq_ = 1.0 / at::pow(c.rope_theta, at::arange(0, c.head_dim, 2, at::kLong).to(at::kFloat) /
                                               static_cast<double>(c.head_dim));
+  static std::once_flag logged;  // once per process, whichever model comes first
+  std::call_once(logged, [&] { log::info("engine matrix products: {}", engine::linear_path(head_.scalar_type())); });
 }
 
 at::Tensor ModelRunner::forward(const at::Tensor& tokens, const at::Tensor& positions, model::AttentionBackend& attn,
