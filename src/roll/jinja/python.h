@@ -9,12 +9,14 @@
 #include <string_view>
 #include <vector>
 
+#include "roll/core/utf8.h"
+
 namespace roll::jinja::py {
 
 // Code points of UTF-8 text; a byte that is not valid UTF-8 stands for itself, so no input fails.
 std::u32string decode(std::string_view s);
 std::string encode(std::u32string_view s);
-void append_utf8(std::string& out, char32_t c);
+using roll::append_utf8;  // core/utf8.h
 std::size_t length(std::string_view s);  // len(s)
 
 bool is_space(char32_t c);  // str.isspace()

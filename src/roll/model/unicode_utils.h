@@ -7,6 +7,8 @@
 #include <string>
 #include <string_view>
 
+#include "roll/core/utf8.h"
+
 namespace roll::model::unicode {
 
 // True when `s` is well-formed UTF-8 (no overlongs, surrogates or code points above U+10FFFF).
@@ -34,7 +36,7 @@ std::string lowercase(std::string_view s);
 char32_t next_code_point(std::string_view s, size_t& i);
 // Code point that ends at s[end-1] of well-formed UTF-8 (end > 0).
 char32_t last_code_point(std::string_view s);
-void append_utf8(std::string& out, char32_t cp);
+using roll::append_utf8;  // core/utf8.h
 
 // Rust's char::is_whitespace (the White_Space property), as HF's lstrip/rstrip use it.
 bool is_whitespace(char32_t cp);

@@ -3,6 +3,8 @@
 #include <locale.h>
 #include <wctype.h>
 
+#include "roll/core/utf8.h"
+
 namespace roll::reward::rule {
 namespace {
 
@@ -84,23 +86,7 @@ std::u32string from_utf8(std::string_view s) {
 std::string to_utf8(std::u32string_view s) {
   std::string out;
   out.reserve(s.size());
-  for (char32_t c : s) {
-    if (c < 0x80) {
-      out.push_back(static_cast<char>(c));
-    } else if (c < 0x800) {
-      out.push_back(static_cast<char>(0xC0 | (c >> 6)));
-      out.push_back(static_cast<char>(0x80 | (c & 0x3F)));
-    } else if (c < 0x10000) {
-      out.push_back(static_cast<char>(0xE0 | (c >> 12)));
-      out.push_back(static_cast<char>(0x80 | ((c >> 6) & 0x3F)));
-      out.push_back(static_cast<char>(0x80 | (c & 0x3F)));
-    } else {
-      out.push_back(static_cast<char>(0xF0 | (c >> 18)));
-      out.push_back(static_cast<char>(0x80 | ((c >> 12) & 0x3F)));
-      out.push_back(static_cast<char>(0x80 | ((c >> 6) & 0x3F)));
-      out.push_back(static_cast<char>(0x80 | (c & 0x3F)));
-    }
-  }
+  for (char32_t c : s) append_utf8(out, c);
   return out;
 }
 
