@@ -8,9 +8,11 @@
 #include <nlohmann/json.hpp>
 
 #include "config_test_util.h"
+#include "read_jsonl.h"
 #include "roll/model/model_init.h"
 
 namespace fs = std::filesystem;
+using roll::testing::read_jsonl;
 using roll::testing::TempConfigDir;
 
 namespace {
@@ -18,13 +20,6 @@ namespace {
 int run(const std::string& cmd) {
   const int rc = std::system((cmd + " > /dev/null 2>&1").c_str());
   return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-}
-
-std::vector<nlohmann::json> read_jsonl(const std::string& path) {
-  std::vector<nlohmann::json> out;
-  std::ifstream in(path);
-  for (std::string line; std::getline(in, line);) out.push_back(nlohmann::json::parse(line));
-  return out;
 }
 
 }  // namespace

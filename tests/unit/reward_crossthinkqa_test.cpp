@@ -3,13 +3,13 @@
 // crossthinkqa_rule_reward_worker.py functions (tests/oracles/rule_rewards.py regenerates them).
 #include <gtest/gtest.h>
 
-#include <fstream>
 #include <limits>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "read_jsonl.h"
 #include "roll/core/error.h"
 #include "roll/reward/rule/crossthinkqa_reward.h"
 #include "roll/reward/rule/rule_shaping.h"
@@ -18,11 +18,7 @@ namespace roll::reward {
 namespace {
 
 std::vector<nlohmann::json> cases() {
-  std::ifstream in(std::string(ROLL_SOURCE_DIR) + "/tests/data/rule_rewards/crossthinkqa_cases.jsonl");
-  std::vector<nlohmann::json> rows;
-  for (std::string line; std::getline(in, line);)
-    if (!line.empty()) rows.push_back(nlohmann::json::parse(line));
-  return rows;
+  return roll::testing::read_jsonl(std::string(ROLL_SOURCE_DIR) + "/tests/data/rule_rewards/crossthinkqa_cases.jsonl");
 }
 
 TEST(RewardCrossthinkqa, MatchesRollOnEveryTableCase) {

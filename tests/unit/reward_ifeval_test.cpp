@@ -5,13 +5,13 @@
 // (language_cases.jsonl).
 #include <gtest/gtest.h>
 
-#include <fstream>
 #include <set>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "read_jsonl.h"
 #include "roll/reward/rule/ifeval_checks.h"
 #include "roll/reward/rule/ifeval_reward.h"
 #include "roll/reward/rule/language_guess.h"
@@ -21,11 +21,7 @@ namespace roll::reward {
 namespace {
 
 std::vector<nlohmann::json> cases() {
-  std::ifstream in(std::string(ROLL_SOURCE_DIR) + "/tests/data/rule_rewards/ifeval_cases.jsonl");
-  std::vector<nlohmann::json> rows;
-  for (std::string line; std::getline(in, line);)
-    if (!line.empty()) rows.push_back(nlohmann::json::parse(line));
-  return rows;
+  return roll::testing::read_jsonl(std::string(ROLL_SOURCE_DIR) + "/tests/data/rule_rewards/ifeval_cases.jsonl");
 }
 
 TEST(RewardIfeval, MatchesRollOnEveryTableCase) {
@@ -76,22 +72,20 @@ TEST(RewardIfeval, OutcomesSayWhyAZeroIsNotAFailedCheck) {
 // langdetect (python3-langdetect, the library ROLL's check calls) on 18 sentences in 18 languages:
 // the stand-in must name the same language for each, and the check must pass for that code only.
 TEST(RewardIfeval, LanguageCheckAgreesWithLangdetect) {
-  std::ifstream in(std::string(ROLL_SOURCE_DIR) + "/tests/data/rule_rewards/language_cases.jsonl");
+  const auto rows = roll::testing::read_jsonl(std::string(ROLL_SOURCE_DIR) + "/tests/data/rule_rewards/language_cases.jsonl");
   const IfevalReward reward;
   auto check = [&](const std::string& text, const std::string& code) {
     return reward.score(text, nlohmann::json{{"func_name", "validate_response_language"}, {"language", code}}, "ifeval")
         .score;
   };
-  size_t n = 0;
-  for (std::string line; std::getline(in, line); ++n) {
-    const auto c = nlohmann::json::parse(line);
+  for (const auto& c : rows) {
     const std::string text = c["text"], detected = c["detected"];
     SCOPED_TRACE(text);
     EXPECT_EQ(rule::guess_language(rule::from_utf8(text)), detected);
     EXPECT_EQ(check(text, detected), 1.0);
     EXPECT_EQ(check(text, detected == "en" ? "de" : "en"), 0.0);
   }
-  EXPECT_GE(n, 18u);
+  EXPECT_GE(rows.size(), 18u);
   EXPECT_EQ(check("12345 !!!", "en"), 0.0);  // no letters: langdetect raises, the check fails
   EXPECT_EQ(rule::guess_language(rule::from_utf8("")), "");
 }

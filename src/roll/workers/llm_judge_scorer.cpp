@@ -24,12 +24,6 @@
 namespace roll::workers {
 namespace {
 
-const config::RewardConfig& reward_config_of(const config::PipelineConfig& c, const std::string& cluster) {
-  for (const auto& [domain, r] : c.rewards)
-    if ("reward-" + domain == cluster) return r;
-  throw Error("the config has no rewards entry for cluster '" + cluster + "'");
-}
-
 // The judge's model: the domain's model_args.model_name_or_path, else reward_pretrain.
 std::string judge_model_dir(const runtime::WorkerContext& ctx) {
   if (ctx.options.contains("model_dir") || !ctx.config) return model_dir_of(ctx);

@@ -53,18 +53,10 @@ std::string reward_type_of(const runtime::WorkerContext& ctx) {
                         "' (rollcpp has math_rule, code_sandbox, llm_judge, crossthinkqa and ifeval)");
 }
 
-// The domain's `rewards.<d>` block, when the worker runs from a config.
-const config::RewardConfig* reward_config_of(const runtime::WorkerContext& ctx) {
-  if (!ctx.config || ctx.cluster.rfind("reward-", 0) != 0) return nullptr;
-  for (const auto& [domain, r] : ctx.config->config.rewards)
-    if (domain == ctx.cluster.substr(7)) return &r;
-  return nullptr;
-}
-
 // CrossThinkQA's reward_type and response_length_penalty_coef: from the domain's config, else
 // (tests) options rule_reward_type / response_length_penalty_coef.
 std::unique_ptr<reward::CrossThinkQaReward> make_crossthinkqa(const runtime::WorkerContext& ctx) {
-  const config::RewardConfig* rc = reward_config_of(ctx);
+  const config::RewardConfig* rc = ctx.config ? &reward_config_of(ctx.config->config, ctx.cluster) : nullptr;
   const std::string key = "rewards." + ctx.cluster.substr(7) + ".reward_type";
   std::optional<std::string> type = rc ? rc->reward_type : std::nullopt;
   if (!rc && ctx.options.contains("rule_reward_type")) type = ctx.options["rule_reward_type"].get<std::string>();

@@ -24,6 +24,12 @@ const config::WorkerConfig& worker_config_of(const config::PipelineConfig& c, co
   throw Error("the config has no role for cluster '" + cluster + "'");
 }
 
+const config::RewardConfig& reward_config_of(const config::PipelineConfig& c, const std::string& cluster) {
+  for (const auto& [domain, r] : c.rewards)
+    if ("reward-" + domain == cluster) return r;
+  throw Error("the config has no rewards entry for cluster '" + cluster + "'");
+}
+
 std::string model_dir_of(const runtime::WorkerContext& ctx) {
   if (ctx.options.contains("model_dir")) return ctx.options["model_dir"].get<std::string>();
   if (!ctx.config) throw Error("worker " + ctx.worker_name + ": no config and no model_dir option");

@@ -16,6 +16,10 @@ namespace roll::workers {
 // Throws roll::Error naming the cluster when the config has no such role.
 const config::WorkerConfig& worker_config_of(const config::PipelineConfig& config, const std::string& cluster);
 
+// The rewards.<domain> block of a reward cluster (reward-<domain>); roll::Error naming the cluster
+// when the config has none.
+const config::RewardConfig& reward_config_of(const config::PipelineConfig& config, const std::string& cluster);
+
 // The model directory of a worker: options["model_dir"] when the driver gave one, else the
 // cluster's model_args.model_name_or_path resolved (config/model_path.h; never a download).
 std::string model_dir_of(const runtime::WorkerContext& ctx);
