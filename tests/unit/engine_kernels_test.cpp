@@ -55,10 +55,11 @@ TEST(EngineKernels, LinearMatchesAtenOnEveryPath) {
       // |y| ≲ 40: sqrt(72)·eps·40 ≈ 4e-5 -> 1e-4.
       EXPECT_LT(max_abs_diff(y, ref), 1e-4) << "M=" << M << " dtype=" << dt;
       EXPECT_LT(max_abs_diff(roll::engine::linear(x, w), at::linear(x, w.to(at::kFloat))), 1e-4);
-      // The native bf16 path, where this CPU has one: activations rounded to bf16, fp32 sums, the
-      // output rounded to bf16. Against fp32 ATen on the same rounded activations the difference is
-      // the output's rounding (half a bf16 ulp: 2^-8 relative, 7 fraction bits) plus the fp32 term above.
-      if (dt == at::kBFloat16 && M > roll::engine::linear_small_m_threshold(dt) && core::cpu_features().native_bf16()) {
+      // The native bf16 paths, where this CPU has them (vdpbf16ps streaming for small M, ATen's bf16
+      // product above): activations rounded to bf16, fp32 sums, above the threshold the output
+      // rounded to bf16. Against fp32 ATen on the same rounded activations the difference is the
+      // output's rounding (half a bf16 ulp: 2^-8 relative, 7 fraction bits) plus the fp32 term above.
+      if (dt == at::kBFloat16 && core::cpu_features().native_bf16()) {
         roll::engine::linear_native_bf16() = true;
         at::Tensor yn = roll::engine::linear(x, w);
         at::Tensor refn = at::linear(x.to(at::kBFloat16).to(at::kFloat), w.to(at::kFloat));
@@ -66,6 +67,27 @@ TEST(EngineKernels, LinearMatchesAtenOnEveryPath) {
       }
     }
   roll::engine::linear_native_bf16() = saved;
+}
+
+// The vdpbf16ps kernel's other layout: x rows too long to sit in L1 beside one weight row (4 rows
+// of K = 2100 bf16 > 16 KB) go through tiles of 4 weight rows; K not a multiple of 32 tests the
+// masked tail. Against ATen's fp32 product of the same bf16-rounded inputs: fp32 sums of 2100
+// terms |x w| ≲ 10 in other orders, |y| ≲ 100: sqrt(2100)·eps·100 ≈ 5e-4 -> 2e-3.
+TEST(EngineKernels, Dpbf16KernelMatchesAtenOnLongRows) {
+  if (!core::cpu_features().avx512_bf16) GTEST_SKIP() << "this CPU has no AVX512-BF16";
+  at::manual_seed(3);
+  for (int64_t M : {1, 4, 7}) {
+    const int64_t K = 2100, N = 37;
+    at::Tensor x = at::randn({M, K}).to(at::kBFloat16).to(at::kFloat), w = at::randn({N, K}).to(at::kBFloat16);
+    std::vector<uint16_t> xb(static_cast<size_t>(M * kernels::bf16_row_stride(K)));
+    kernels::float_to_bf16_rows(x.data_ptr<float>(), M, K, xb.data());
+    at::Tensor y = at::empty({M, N});
+    kernels::matmul_wt_dpbf16(xb.data(), M, K, reinterpret_cast<const uint16_t*>(w.data_ptr<at::BFloat16>()), 0, N,
+                              y.data_ptr<float>(), N);
+    EXPECT_LT(max_abs_diff(y, at::linear(x, w.to(at::kFloat))), 2e-3) << "M=" << M;
+  }
+  EXPECT_EQ(kernels::float_to_bf16(1.0f + std::ldexp(1.0f, -8)), 0x3f80);  // a tie rounds to even
+  EXPECT_EQ(kernels::float_to_bf16(1.0f + 3 * std::ldexp(1.0f, -8)), 0x3f82);
 }
 
 // Each thread count restores the previous one when it goes out of scope.

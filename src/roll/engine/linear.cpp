@@ -16,8 +16,9 @@ namespace roll::engine {
 
 int64_t& linear_small_m_threshold(at::ScalarType weight_dtype) {
   // Measured on Zen 3 (AVX2): the streaming kernel beats widen + BLAS up to ~12 rows for bf16;
-  // OpenBLAS beats it above ~8 rows for fp32.
-  static int64_t bf16 = 12, fp32 = 8;
+  // OpenBLAS beats it above ~8 rows for fp32. On Zen 4 the vdpbf16ps kernel beats ATen's native
+  // bf16 product up to ~32 rows at the 0.5B shapes (bench_linear).
+  static int64_t bf16 = core::cpu_features().avx512_bf16 ? 32 : 12, fp32 = 8;
   return weight_dtype == at::kBFloat16 ? bf16 : fp32;
 }
 
@@ -37,6 +38,22 @@ namespace {
 int64_t row_grain(int64_t N, int64_t K) {
   const int64_t by_bytes = std::max<int64_t>(8, (64 << 10) / std::max<int64_t>(1, K));  // >= ~64K weights/task
   return std::min<int64_t>(by_bytes, std::max<int64_t>(8, N / (4 * at::get_num_threads())));
+}
+
+// Small-M bf16 where the CPU has vdpbf16ps: x rounded to bf16 once, then tasks of whole groups
+// of 4 weight rows (the kernel's tile).
+at::Tensor streaming_dpbf16(const at::Tensor& x, const at::Tensor& w) {
+  const int64_t M = x.size(0), K = x.size(1), N = w.size(0);
+  at::Tensor y = at::empty({M, N}, x.options());
+  std::vector<uint16_t> xb(static_cast<size_t>(M * kernels::bf16_row_stride(K)));
+  kernels::float_to_bf16_rows(x.data_ptr<float>(), M, K, xb.data());
+  const auto* wp = reinterpret_cast<const uint16_t*>(w.data_ptr<at::BFloat16>());
+  float* yp = y.data_ptr<float>();
+  const int64_t groups = (N + 3) / 4;
+  at::parallel_for(0, groups, std::max<int64_t>(1, row_grain(N, K) / 4), [&](int64_t g0, int64_t g1) {
+    kernels::matmul_wt_dpbf16(xb.data(), M, K, wp, 4 * g0, std::min(N, 4 * g1), yp, N);
+  });
+  return y;
 }
 
 at::Tensor streaming(const at::Tensor& x, const at::Tensor& w) {
@@ -96,7 +113,9 @@ bool& linear_native_bf16() {
 
 const char* linear_path(at::ScalarType weight_dtype) {
   if (weight_dtype != at::kBFloat16) return "fp32: streaming kernel for small M, BLAS above";
-  if (linear_native_bf16()) return "bf16: streaming kernel for small M, native bf16 products above (AVX512-BF16)";
+  if (linear_native_bf16())
+    return "bf16: vdpbf16ps streaming kernel for small M (activations rounded to bf16), native bf16 products above "
+           "(AVX512-BF16)";
   return core::cpu_features().native_bf16()
              ? "bf16: streaming kernel for small M, weight tiles widened to fp32 for BLAS above (native bf16 off)"
              : "bf16: streaming kernel for small M, weight tiles widened to fp32 for BLAS above (no native bf16 here)";
@@ -108,7 +127,8 @@ at::Tensor linear(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b)
   if (w.scalar_type() == at::kFloat && M == 1) {
     y = at::mv(w, x[0]).unsqueeze(0);  // BLAS gemv
   } else if (M <= linear_small_m_threshold(w.scalar_type())) {
-    y = streaming(x, w);
+    const bool dpbf16 = w.scalar_type() == at::kBFloat16 && linear_native_bf16() && core::cpu_features().avx512_bf16;
+    y = dpbf16 ? streaming_dpbf16(x, w) : streaming(x, w);
   } else if (w.scalar_type() == at::kBFloat16) {
     y = linear_native_bf16() ? native_bf16(x, w) : tiled_bf16(x, w);
   } else {
