@@ -14,8 +14,8 @@ model and flags.
 import argparse
 import json
 import os
-import subprocess
-import sys
+
+from common import Results, cpu, ensure_model, run
 
 p = argparse.ArgumentParser()
 for a in ("llama_build", "gguf_py", "roll", "bench_engine", "work"):
@@ -28,30 +28,8 @@ p.add_argument("--out", default="")
 o = p.parse_args()
 threads = [int(t) for t in o.threads.split(",")]
 batches = [int(b) for b in o.batches.split(",")]
-out = open(o.out, "a") if o.out else None
-
-
-def emit(row):
-    line = json.dumps(row)
-    print(line, flush=True)
-    if out:
-        out.write(line + "\n")
-        out.flush()
-
-
-def cpu():
-    info = open("/proc/cpuinfo").read().split("\n\n")[0]
-    fields = {k.strip(): v.strip() for k, v in (l.split(":", 1) for l in info.splitlines() if ":" in l)}
-    flags = fields.get("flags", "").split()
-    keep = [f for f in ("avx2", "fma", "avx512f", "avx512bw", "avx512_vnni", "avx512_bf16", "amx_bf16") if f in flags]
-    return fields.get("model name", "?"), keep
-
-
-def run(cmd):
-    r = subprocess.run(cmd, capture_output=True, text=True)
-    if r.returncode != 0:
-        sys.exit(f"{' '.join(cmd)} failed ({r.returncode}):\n{r.stderr[-2000:]}")
-    return r.stdout + r.stderr
+results_file = Results(o.out)
+emit = results_file.emit
 
 
 def llama(gguf, t):
@@ -96,13 +74,8 @@ def ours(dtype, t):
 
 model, flags = cpu()
 emit({"bench": "llama_cpp_compare", "cpu": model, "flags": flags, "rounds": o.rounds})
-ggufs = {}
-for dtype in o.dtypes.split(","):
-    d = os.path.join(o.work, f"qwen2.5-0.5b-shape-{dtype}")
-    if not os.path.exists(d + ".gguf"):
-        run([o.roll, "model", "init", "--preset", "qwen2.5-0.5b-shape", "--dtype", dtype, "--seed", "1", "--out", d])
-        run(["/usr/bin/python3", os.path.join(os.path.dirname(__file__), "write_gguf.py"), o.gguf_py, d, d + ".gguf"])
-    ggufs[dtype] = d + ".gguf"
+ggufs = {dtype: ensure_model(o.roll, o.gguf_py, o.work, "qwen2.5-0.5b-shape", dtype) + ".gguf"
+         for dtype in o.dtypes.split(",")}
 
 results = {}  # (dtype, threads, point) -> {"llama.cpp": [...], "rollcpp": [...]}
 for rnd in range(1, o.rounds + 1):

@@ -12,22 +12,10 @@ set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 build="${ROLL_BUILD_DIR:-$root/build}"
 dir="$build/llama.cpp"
-pkg="node-llama-cpp@3.21.1"
 for bin in "$build/src/roll/cli/roll" "$build/bench/bench_engine"; do
   [[ -x "$bin" ]] || { echo "missing $bin: run scripts/build first" >&2; exit 1; }
 done
-if [[ ! -x "$dir/src/build/bin/llama-batched-bench" ]]; then
-  mkdir -p "$dir"
-  echo "[compare] npm pack $pkg (its llama.cpp git bundle only)" >&2
-  (cd "$dir" && npm pack --ignore-scripts --silent "$pkg" >/dev/null)
-  tar -xzf "$dir/node-llama-cpp-3.21.1.tgz" -C "$dir" package/llama/gitRelease.bundle
-  rm -rf "$dir/src"
-  git clone --quiet "$dir/package/llama/gitRelease.bundle" "$dir/src"
-  echo "[compare] building llama.cpp $(git -C "$dir/src" rev-parse --short HEAD) (Release, GGML_NATIVE)" >&2
-  cmake -S "$dir/src" -B "$dir/src/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON -DLLAMA_CURL=OFF \
-    -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF >/dev/null
-  ninja -C "$dir/src/build" -j"${ROLL_JOBS:-2}" llama-bench llama-batched-bench >/dev/null
-fi
+"$root/bench/llama_cpp/build_llama_cpp.sh" "$dir"
 mkdir -p "$dir/models" "$root/bench/results"
 exec /usr/bin/python3 "$root/bench/llama_cpp/compare.py" "$dir/src/build" "$dir/src/gguf-py" \
   "$build/src/roll/cli/roll" "$build/bench/bench_engine" "$dir/models" \

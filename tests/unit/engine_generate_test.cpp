@@ -35,19 +35,24 @@ TEST(EngineGenerate, JsonlInJsonlOutWithPerLineErrors) {
                                    "{\"id\": 7, \"prompt\": \"Tell me a story.\"}\n"
                                    "{\"id\": \"bad\", \"text\": \"no messages\"}\n"
                                    "\n"
-                                   "{\"prompt\": \"Hello\"}\n");
+                                   "{\"prompt\": \"Hello\"}\n"
+                                   "{\"id\": \"ids\", \"prompt_token_ids\": [11, 12, 13]}\n"
+                                   "{\"id\": \"bad ids\", \"prompt_token_ids\": [11, \"x\"]}\n");
   const std::string args = " generate -m " + model + " -i " + in + " --max-new-tokens 5 --temperature 0.8 --n 2 "
                            "--seed 3 --threads 2 --dtype fp32 -o ";
   EXPECT_EQ(run(roll + args + dir.path() + "/out1.jsonl"), 1) << "a bad line makes the exit code 1";
   EXPECT_EQ(run(roll + args + dir.path() + "/out2.jsonl"), 1);
   auto out = read_jsonl(dir.path() + "/out1.jsonl");
-  ASSERT_EQ(out.size(), 4u);
+  ASSERT_EQ(out.size(), 6u);
   EXPECT_EQ(out[0]["id"], "a");
   EXPECT_EQ(out[1]["id"], 7);
   EXPECT_EQ(out[2]["id"], "bad");
   EXPECT_TRUE(out[2].contains("error"));
   EXPECT_NE(out[2]["error"].get<std::string>().find("prompts.jsonl:3"), std::string::npos) << out[2]["error"];
   EXPECT_EQ(out[3]["id"], 5) << "lines without an id get their line number";
+  ASSERT_TRUE(out[4].contains("outputs")) << out[4];
+  EXPECT_EQ(out[4]["prompt_tokens"], 3) << "token ids go in as they are, without the chat template";
+  EXPECT_NE(out[5].value("error", "").find("not an integer"), std::string::npos) << out[5];
   for (int i : {0, 1, 3}) {
     ASSERT_TRUE(out[i].contains("outputs")) << out[i];
     ASSERT_EQ(out[i]["outputs"].size(), 2u);

@@ -4,8 +4,8 @@
 //   roll generate --model DIR --input prompts.jsonl --output out.jsonl [--template native]
 //                 [--max-new-tokens 256] [--temperature 0.95] [--top-p 0.7] [--top-k 50] [--n 1] ...
 //
-// An input line is {"id": any, "messages": [{"role", "content"}, ...]} or {"id", "prompt": "text"}
-// (a single user turn). An output line is {"id", "prompt_tokens", "outputs": [{"text",
+// An input line is {"id": any, "messages": [{"role", "content"}, ...]}, {"id", "prompt": "text"}
+// (a single user turn) or {"id", "prompt_token_ids": [...]} (fed as they are). An output line is {"id", "prompt_tokens", "outputs": [{"text",
 // "token_ids", "logprobs", "finish_reason"}]}, or {"id", "error"} for a line that could not run;
 // the other lines still run and the exit code is 1.
 #include <ATen/Parallel.h>
@@ -78,11 +78,21 @@ int run(const GenerateOptions& o) {
     try {
       auto j = nlohmann::ordered_json::parse(text);
       line.id = line_id(nlohmann::json::parse(text), number);
+      if (j.is_object() && j.contains("prompt_token_ids")) {  // token ids as they are: no template
+        if (!j["prompt_token_ids"].is_array() || j["prompt_token_ids"].empty())
+          throw Error("\"prompt_token_ids\" must be a non-empty list of token ids");
+        for (const auto& t : j["prompt_token_ids"]) {
+          if (!t.is_number_integer()) throw Error("\"prompt_token_ids\" holds a value that is not an integer");
+          line.prompt.push_back(t.get<int32_t>());
+        }
+        lines.push_back(std::move(line));
+        continue;
+      }
       nlohmann::ordered_json messages;
       if (j.is_object() && j.contains("messages")) messages = j["messages"];
       else if (j.is_object() && j.contains("prompt") && j["prompt"].is_string())
         messages = nlohmann::ordered_json::array({{{"role", "user"}, {"content", j["prompt"]}}});
-      else throw Error("expected an object with \"messages\" (a list) or \"prompt\" (a string)");
+      else throw Error("expected an object with \"messages\" (a list), \"prompt\" (a string) or \"prompt_token_ids\"");
       if (!messages.is_array()) throw Error("\"messages\" must be a list");
       const std::string prompt = chat.apply(messages, /*add_generation_prompt=*/true);
       line.prompt = tokenizer->encode(prompt, /*add_special_tokens=*/false);
