@@ -132,45 +132,53 @@ void check_batch(const at::Tensor& ids, const at::Tensor& mask, const at::Tensor
 
 std::shared_ptr<Transformer> Transformer::random(const ModelConfig& c, at::ScalarType dtype, uint64_t seed,
                                                  double init_std, bool value_head) {
+  at::Generator gen = at::detail::createCPUGenerator(seed);
+  return with_weights(c, dtype, value_head, [&](const std::string&, std::vector<int64_t> shape) {
+    return at::normal(0.0, init_std, shape, gen, at::TensorOptions().dtype(at::kFloat)).to(dtype);
+  });
+}
+
+std::shared_ptr<Transformer> Transformer::with_weights(const ModelConfig& c, at::ScalarType dtype, bool value_head,
+                                                       const WeightMaker& make) {
   std::shared_ptr<Transformer> m(new Transformer());
   m->config_ = c;
   m->dtype_ = dtype;
   m->value_head_ = value_head;
-  at::Generator gen = at::detail::createCPUGenerator(seed);
-  auto normal = [&](std::vector<int64_t> shape) {
-    return at::normal(0.0, init_std, shape, gen, at::TensorOptions().dtype(at::kFloat)).to(dtype);
-  };
   auto ones = [&](int64_t n) { return at::ones({n}, at::TensorOptions().dtype(dtype)); };
   auto zeros = [&](int64_t n) { return at::zeros({n}, at::TensorOptions().dtype(dtype)); };
   const int64_t H = c.hidden_size, D = c.head_dim, q_out = c.num_attention_heads * D,
                 kv_out = c.num_key_value_heads * D;
   auto& p = m->params_;
-  p.emplace_back("model.embed_tokens.weight", normal({c.vocab_size, H}));
+  auto add_weight = [&](std::string name, std::vector<int64_t> shape) {
+    at::Tensor t = make(name, std::move(shape));
+    p.emplace_back(std::move(name), std::move(t));
+  };
+  add_weight("model.embed_tokens.weight", {c.vocab_size, H});
   for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
     const std::string pre = fmt::format("model.layers.{}.", i);
-    p.emplace_back(pre + "self_attn.q_proj.weight", normal({q_out, H}));
+    add_weight(pre + "self_attn.q_proj.weight", {q_out, H});
     if (c.attention_bias) p.emplace_back(pre + "self_attn.q_proj.bias", zeros(q_out));
-    p.emplace_back(pre + "self_attn.k_proj.weight", normal({kv_out, H}));
+    add_weight(pre + "self_attn.k_proj.weight", {kv_out, H});
     if (c.attention_bias) p.emplace_back(pre + "self_attn.k_proj.bias", zeros(kv_out));
-    p.emplace_back(pre + "self_attn.v_proj.weight", normal({kv_out, H}));
+    add_weight(pre + "self_attn.v_proj.weight", {kv_out, H});
     if (c.attention_bias) p.emplace_back(pre + "self_attn.v_proj.bias", zeros(kv_out));
-    p.emplace_back(pre + "self_attn.o_proj.weight", normal({H, q_out}));
+    add_weight(pre + "self_attn.o_proj.weight", {H, q_out});
     if (c.qk_norm) {
       p.emplace_back(pre + "self_attn.q_norm.weight", ones(D));
       p.emplace_back(pre + "self_attn.k_norm.weight", ones(D));
     }
-    p.emplace_back(pre + "mlp.gate_proj.weight", normal({c.intermediate_size, H}));
-    p.emplace_back(pre + "mlp.up_proj.weight", normal({c.intermediate_size, H}));
-    p.emplace_back(pre + "mlp.down_proj.weight", normal({H, c.intermediate_size}));
+    add_weight(pre + "mlp.gate_proj.weight", {c.intermediate_size, H});
+    add_weight(pre + "mlp.up_proj.weight", {c.intermediate_size, H});
+    add_weight(pre + "mlp.down_proj.weight", {H, c.intermediate_size});
     p.emplace_back(pre + "input_layernorm.weight", ones(H));
     p.emplace_back(pre + "post_attention_layernorm.weight", ones(H));
   }
   p.emplace_back("model.norm.weight", ones(H));
   if (value_head) {
-    p.emplace_back("score.weight", normal({c.num_labels, H}));
+    add_weight("score.weight", {c.num_labels, H});
     p.emplace_back("score.bias", zeros(c.num_labels));
   } else if (!c.tie_word_embeddings) {
-    p.emplace_back("lm_head.weight", normal({c.vocab_size, H}));
+    add_weight("lm_head.weight", {c.vocab_size, H});
   }
   m->bind_layers();
   return m;
@@ -180,8 +188,14 @@ std::shared_ptr<Transformer> Transformer::load(const std::string& dir, at::Scala
                                                uint64_t seed) {
   const std::string cfg_path = (std::filesystem::path(dir) / "config.json").string();
   ModelConfig c = ModelConfig::load(cfg_path);
-  // Build the parameter list (names, shapes) from a random model, then fill from the files.
-  auto m = random(c, dtype, seed, 0.02, value_head);
+  // The parameter list (names, shapes) with uninitialised weights, then filled from the files;
+  // only a critic's score head, which a policy checkpoint lacks, is drawn from `seed`.
+  at::Generator gen = at::detail::createCPUGenerator(seed);
+  auto m = with_weights(c, dtype, value_head, [&](const std::string& name, std::vector<int64_t> shape) {
+    if (name.rfind("score.", 0) == 0)
+      return at::normal(0.0, 0.02, shape, gen, at::TensorOptions().dtype(at::kFloat)).to(dtype);
+    return at::empty(shape, at::TensorOptions().dtype(dtype));
+  });
   auto files = SafetensorsDir::open(dir);
   for (auto& [name, t] : m->params_) {
     if (!files.has(name)) {

@@ -6,8 +6,10 @@
 #include <ATen/core/Tensor.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "roll/model/hf_config.h"
 #include "roll/model/safetensors.h"
@@ -94,6 +96,12 @@ class Transformer {
   struct Layer;  // weights of one decoder layer (transformer.cpp)
 
  private:
+  // A model of config's shapes whose weight matrices come from make(name, shape) (norms at 1,
+  // biases at 0): random() draws them, load() leaves them to be filled from the files.
+  using WeightMaker = std::function<at::Tensor(const std::string& name, std::vector<int64_t> shape)>;
+  static std::shared_ptr<Transformer> with_weights(const ModelConfig& config, at::ScalarType dtype, bool value_head,
+                                                   const WeightMaker& make);
+
   Transformer() = default;
   void bind_layers();
   at::Tensor run_layers(at::Tensor x, const at::Tensor& mask, const at::Tensor& cos, const at::Tensor& sin,
