@@ -36,6 +36,10 @@ void matmul_wt(const float* x, int64_t M, int64_t K, const float* w, int64_t n0,
 void matmul_wt(const float* x, int64_t M, int64_t K, const uint16_t* w_bf16, int64_t n0, int64_t n1, float* y,
                int64_t ldy);
 
+// The fp32 product on AVX-512 (call only where core::cpu_features().avx512f).
+void matmul_wt_avx512(const float* x, int64_t M, int64_t K, const float* w, int64_t n0, int64_t n1, float* y,
+                      int64_t ldy);
+
 // The same product on AVX512-BF16 (vdpbf16ps; call only where core::cpu_features().avx512_bf16):
 // x already rounded to bf16 by float_to_bf16_rows, rows `bf16_row_stride(K)` apart and
 // zero-padded; weights bf16 [N, K] as stored. Accumulation in fp32.

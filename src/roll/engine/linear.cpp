@@ -67,8 +67,10 @@ at::Tensor streaming(const at::Tensor& x, const at::Tensor& w) {
                      [&](int64_t n0, int64_t n1) { kernels::matmul_wt(xp, M, K, wp, n0, n1, yp, N); });
   } else {
     const float* wp = w.data_ptr<float>();
-    at::parallel_for(0, N, row_grain(N, K),
-                     [&](int64_t n0, int64_t n1) { kernels::matmul_wt(xp, M, K, wp, n0, n1, yp, N); });
+    static const bool avx512 = core::cpu_features().avx512f;
+    at::parallel_for(0, N, row_grain(N, K), [&](int64_t n0, int64_t n1) {
+      avx512 ? kernels::matmul_wt_avx512(xp, M, K, wp, n0, n1, yp, N) : kernels::matmul_wt(xp, M, K, wp, n0, n1, yp, N);
+    });
   }
   return y;
 }
@@ -112,7 +114,9 @@ bool& linear_native_bf16() {
 }
 
 const char* linear_path(at::ScalarType weight_dtype) {
-  if (weight_dtype != at::kBFloat16) return "fp32: streaming kernel for small M, BLAS above";
+  if (weight_dtype != at::kBFloat16)
+    return core::cpu_features().avx512f ? "fp32: AVX-512 streaming kernel for small M, BLAS above"
+                                        : "fp32: AVX2 streaming kernel for small M, BLAS above";
   if (linear_native_bf16())
     return "bf16: vdpbf16ps streaming kernel for small M (activations rounded to bf16), native bf16 products above "
            "(AVX512-BF16)";
