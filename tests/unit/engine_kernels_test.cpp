@@ -67,6 +67,12 @@ TEST(EngineKernels, LinearMatchesAtenOnEveryPath) {
       }
     }
   roll::engine::linear_native_bf16() = saved;
+  // No rows (a step that samples nothing): an empty product on every path, nothing read.
+  for (at::ScalarType dt : {at::kFloat, at::kBFloat16}) {
+    const at::Tensor y = roll::engine::linear(at::empty({0, 72}), at::randn({150, 72}).to(dt));
+    EXPECT_EQ(y.size(0), 0);
+    EXPECT_EQ(y.size(1), 150);
+  }
 }
 
 // The vdpbf16ps kernel's other layout: x rows too long to sit in L1 beside one weight row (4 rows

@@ -84,6 +84,7 @@ AVX512 void tile_rows(int64_t mt, const float* x, int64_t K, const float* w, flo
 
 AVX512 void matmul(const float* x, int64_t M, int64_t K, const float* w, int64_t n0, int64_t n1, float* y,
                    int64_t ldy) {
+  if (M <= 0) return;
   if (M <= 4 && M * K * 4 <= (16 << 10)) {  // one weight row at a time: one stream
     for (int64_t j = n0; j < n1; ++j) tile_rows<1>(M, x, K, w + j * K, y + j, ldy, 0);
     return;

@@ -145,6 +145,7 @@ DPBF16 void to_bf16_rows(const float* x, int64_t M, int64_t K, uint16_t* xb) {
 DPBF16 void matmul_dpbf16(const uint16_t* xb, int64_t M, int64_t K, const uint16_t* w, int64_t n0, int64_t n1,
                           float* y, int64_t ldy) {
   const int64_t xs = bf16_row_stride(K);
+  if (M <= 0) return;
   // A few x rows that fit in L1 beside the stream: one weight row at a time (one memory stream);
   // more rows: tiles of 4 weight rows, each weight vector used by up to 6 x rows.
   if (M <= 4 && M * xs * 2 <= (16 << 10)) switch (M) {
