@@ -6,23 +6,13 @@
 
 #include <algorithm>
 
+#include "roll/engine/avx512_sum.h"
 #include "roll/engine/cpu_kernels.h"
 
 namespace roll::engine::kernels {
 namespace {
 
 #define AVX512 __attribute__((target("avx512f,avx512dq")))
-
-// Lane i of the result is the sum of the 16 lanes of the i-th argument.
-AVX512 inline __m128 hsum4(__m512 a, __m512 b, __m512 c, __m512 d) {
-  const __m512 ab = _mm512_add_ps(_mm512_unpacklo_ps(a, b), _mm512_unpackhi_ps(a, b));
-  const __m512 cd = _mm512_add_ps(_mm512_unpacklo_ps(c, d), _mm512_unpackhi_ps(c, d));
-  const __m512d abd = _mm512_castps_pd(ab), cdd = _mm512_castps_pd(cd);
-  const __m512 s = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(abd, cdd)),
-                                 _mm512_castpd_ps(_mm512_unpackhi_pd(abd, cdd)));
-  const __m256 h = _mm256_add_ps(_mm512_castps512_ps256(s), _mm512_extractf32x8_ps(s, 1));
-  return _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
-}
 
 // y[m * ldy + r] = x_m . w_r for MT rows of x and R (1 or 4) consecutive weight rows; `ahead`
 // (elements, 0 for none) prefetches the rows that far on.

@@ -8,25 +8,13 @@
 #include <algorithm>
 #include <cstring>
 
+#include "roll/engine/avx512_sum.h"
 #include "roll/engine/cpu_kernels.h"
 
 namespace roll::engine::kernels {
 namespace {
 
 #define DPBF16 __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx512bf16")))
-
-// Lane i of the result is the sum of the 16 lanes of the i-th argument.
-DPBF16 inline __m128 hsum4(__m512 a, __m512 b, __m512 c, __m512 d) {
-  // Per 128-bit lane: [a0+a2, b0+b2, a1+a3, b1+b3] and the same for c, d.
-  const __m512 ab = _mm512_add_ps(_mm512_unpacklo_ps(a, b), _mm512_unpackhi_ps(a, b));
-  const __m512 cd = _mm512_add_ps(_mm512_unpacklo_ps(c, d), _mm512_unpackhi_ps(c, d));
-  // Per 128-bit lane: [a, b, c, d] partial sums.
-  const __m512d abd = _mm512_castps_pd(ab), cdd = _mm512_castps_pd(cd);
-  const __m512 s = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(abd, cdd)),
-                                 _mm512_castpd_ps(_mm512_unpackhi_pd(abd, cdd)));
-  const __m256 h = _mm256_add_ps(_mm512_castps512_ps256(s), _mm512_extractf32x8_ps(s, 1));
-  return _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
-}
 
 DPBF16 inline __m512 dp(__m512 acc, __m512i x, __m512i w) {
   return _mm512_dpbf16_ps(acc, reinterpret_cast<__m512bh&>(x), reinterpret_cast<__m512bh&>(w));
