@@ -10,9 +10,11 @@
 // Each point stops after --max-seconds (default 60) and says so ("capped": true).
 //
 //   bench_engine [--threads 2] [--presets small,qwen2.5-0.5b-shape] [--dtypes fp32,bf16]
-//                [--batches 1,8,64,256] [--max-seconds 60] [--smoke] [--bf16-products native|widened]
+//                [--batches 1,8,64,256] [--max-seconds 60] [--smoke]
+//                [--bf16-products native|aten|widened]
 // A "kernels" line says which matrix-product path the engine takes on this CPU; --bf16-products
-// forces the large-M bf16 path (native needs AVX512-BF16 or AMX, else it is a scalar loop).
+// forces the large-M bf16 path (native: AMX tiles where the CPU has them, else ATen's bf16
+// product; aten: ATen's even with AMX; native needs AVX512-BF16 or AMX, else it is a scalar loop).
 #include <ATen/ATen.h>
 
 #include <chrono>
@@ -313,11 +315,10 @@ int main(int argc, char** argv) {
     else if (a == "--smoke") o.smoke = true;
     else if (a == "--bf16-products") {
       const std::string v = next();
-      if (v != "native" && v != "widened") {
-        std::fprintf(stderr, "--bf16-products is native or widened, not '%s'\n", v.c_str());
+      if (!engine::select_bf16_products(v)) {
+        std::fprintf(stderr, "--bf16-products is native, aten or widened, not '%s'\n", v.c_str());
         return 2;
       }
-      engine::linear_native_bf16() = v == "native";
     }
     else {
       std::fprintf(stderr, "unknown option %s\n", a.c_str());

@@ -19,7 +19,7 @@
 //
 //   bench_linear [--threads 2] [--rounds 2] [--ms 1,8,64,512] [--dtypes bf16,fp32]
 //                [--shapes q_o,k_v,gate_up,down,lm_head] [--working-set-mb 256] [--smoke]
-//                [--bf16-products native|widened] [--bf16-small-m-threshold 12]
+//                [--bf16-products native|aten|widened] [--bf16-small-m-threshold 12]
 #include <ATen/ATen.h>
 
 #include <algorithm>
@@ -248,8 +248,14 @@ int main(int argc, char** argv) {
     } else if (a == "--dtypes") o.dtypes = split(next());
     else if (a == "--shapes") o.shapes = split(next());
     else if (a == "--working-set-mb") o.working_set_mb = std::stoll(next());
-    else if (a == "--bf16-small-m-threshold") roll::engine::linear_small_m_threshold(at::kBFloat16) = std::stoll(next());
-    else if (a == "--bf16-products") roll::engine::linear_native_bf16() = next() == "native";
+    else if (a == "--bf16-small-m-threshold") roll::engine::linear_small_m_override(at::kBFloat16) = std::stoll(next());
+    else if (a == "--bf16-products") {
+      const std::string v = next();
+      if (!roll::engine::select_bf16_products(v)) {
+        std::fprintf(stderr, "--bf16-products is native, aten or widened, not '%s'\n", v.c_str());
+        return 2;
+      }
+    }
     else if (a == "--smoke") o.smoke = true;
     else {
       std::fprintf(stderr, "unknown argument %s\n", a.c_str());

@@ -96,6 +96,37 @@ TEST(EngineKernels, Dpbf16KernelMatchesAtenOnLongRows) {
   EXPECT_EQ(kernels::float_to_bf16(1.0f + 3 * std::ldexp(1.0f, -8)), 0x3f82);
 }
 
+// The AMX kernel's shapes, called directly: one block of x rows (four weight blocks at a time,
+// then what is left of N), and each weight block against up to 4 x blocks (M = 100: 4 + 3, the
+// last one part full; M = 260: 17 blocks, past the 14 that stay in L2 at once); N = 80 is whole blocks, N = 90 ends in a block of 10 rows. Then linear()
+// on AMX with N = 150 and rows of x packed in parallel. Against
+// ATen's fp32 product of the same bf16-rounded inputs: fp32 sums of 2112 terms |x w| <~ 10 in
+// other orders, |y| <~ 100: sqrt(2112)*eps*100 ~ 5e-4 -> 2e-3.
+TEST(EngineKernels, AmxKernelMatchesAtenOnLongRows) {
+  if (!kernels::amx_usable()) GTEST_SKIP() << "this CPU (or OS) gives no AMX-BF16 tiles";
+  at::manual_seed(5);
+  for (int64_t M : {1, 7, 16, 17, 40, 100, 260})
+    for (int64_t N : {80, 90}) {
+    const int64_t K = 2112;
+    at::Tensor x = at::randn({M, K}).to(at::kBFloat16).to(at::kFloat), w = at::randn({N, K}).to(at::kBFloat16);
+    std::vector<uint16_t> xp(static_cast<size_t>(kernels::amx_packed_size(M, K)));
+    kernels::pack_x_amx(x.data_ptr<float>(), M, K, xp.data());
+    at::Tensor y = at::full({M, N}, NAN);
+    kernels::matmul_wt_amx(xp.data(), M, K, reinterpret_cast<const uint16_t*>(w.data_ptr<at::BFloat16>()), 0, N,
+                           y.data_ptr<float>(), N);
+    EXPECT_LT(max_abs_diff(y, at::linear(x, w.to(at::kFloat))), 2e-3) << "M=" << M << " N=" << N;
+  }
+  const bool saved = roll::engine::linear_native_bf16();
+  roll::engine::linear_native_bf16() = true;
+  for (int64_t M : {40, 100}) {
+    at::Tensor x = at::randn({M, 96}), w = at::randn({150, 96}).to(at::kBFloat16);
+    at::Tensor ref = at::linear(x.to(at::kBFloat16).to(at::kFloat), w.to(at::kFloat));
+    // fp32 sums of 96 terms, |y| <~ 40: sqrt(96)*eps*40 ~ 5e-5 -> 1e-4.
+    EXPECT_LT(max_abs_diff(roll::engine::linear(x, w), ref), 1e-4) << "M=" << M;
+  }
+  roll::engine::linear_native_bf16() = saved;
+}
+
 // The fp32 small-M kernels on long rows (K = 2100: the AVX-512 tiles and masked tails), each path
 // this CPU has called directly against ATen: fp32 sums of 2100 N(0,1)² terms in other orders,
 // |y| ≲ 200: sqrt(2100)·eps·200 ≈ 1e-3 -> 3e-3.

@@ -49,4 +49,14 @@ void float_to_bf16_rows(const float* x, int64_t M, int64_t K, uint16_t* xb);
 void matmul_wt_dpbf16(const uint16_t* xb, int64_t M, int64_t K, const uint16_t* w_bf16, int64_t n0, int64_t n1,
                       float* y, int64_t ldy);
 
+// The same product on AMX-BF16 tiles (tdpbf16ps), for batches of rows: call only where
+// amx_usable(), with K a multiple of 32. pack_x_amx rounds x to bf16 and lays it out as the
+// tiles read it, amx_packed_size(M, K) elements; rows of 16 pack independently, so
+// pack_x_amx(x + 16 i K, ..., xp + i * 16 K) packs from row block i on. Accumulation in fp32.
+bool amx_usable();  // the CPU has AMX-BF16 and the OS granted this process the tile state (asked once)
+int64_t amx_packed_size(int64_t M, int64_t K);
+void pack_x_amx(const float* x, int64_t M, int64_t K, uint16_t* xp);
+void matmul_wt_amx(const uint16_t* xp, int64_t M, int64_t K, const uint16_t* w_bf16, int64_t n0, int64_t n1, float* y,
+                   int64_t ldy);
+
 }  // namespace roll::engine::kernels

@@ -14,12 +14,22 @@
 
 namespace roll::engine {
 
-int64_t& linear_small_m_threshold(at::ScalarType weight_dtype) {
-  // Measured on Zen 3 (AVX2): the streaming kernel beats widen + BLAS up to ~12 rows for bf16;
-  // OpenBLAS beats it above ~8 rows for fp32. On Zen 4 the vdpbf16ps kernel beats ATen's native
-  // bf16 product up to ~32 rows at the 0.5B shapes (bench_linear).
-  static int64_t bf16 = core::cpu_features().avx512_bf16 ? 32 : 12, fp32 = 8;
+int64_t& linear_small_m_override(at::ScalarType weight_dtype) {
+  static int64_t bf16 = -1, fp32 = -1;
   return weight_dtype == at::kBFloat16 ? bf16 : fp32;
+}
+
+int64_t linear_small_m_threshold(at::ScalarType weight_dtype) {
+  const int64_t forced = linear_small_m_override(weight_dtype);
+  if (forced >= 0) return forced;
+  // Measured at the 0.5B shapes (bench_linear), each path against the one above it: on Zen 3
+  // (AVX2) the streaming kernel beats widen + BLAS up to ~12 rows for bf16, and OpenBLAS beats it
+  // above ~8 rows for fp32; on Zen 4 the vdpbf16ps kernel beats ATen's native bf16 product up to
+  // ~32 rows; with AMX-BF16 (Intel Xeon) the tiles beat it from 2 rows on.
+  if (weight_dtype != at::kBFloat16) return 8;
+  if (!linear_native_bf16()) return 12;
+  if (linear_amx()) return 1;
+  return core::cpu_features().avx512_bf16 ? 32 : 12;
 }
 
 int64_t parallel_for_width() {
@@ -34,6 +44,14 @@ int64_t parallel_for_width() {
 
 namespace {
 
+// A buffer of at least n elements that lives as long as the calling thread: a fresh large
+// allocation per product costs page faults (it comes from mmap) on every call.
+uint16_t* scratch(size_t n) {
+  thread_local std::vector<uint16_t> buf;
+  if (buf.size() < n) buf.resize(n);
+  return buf.data();
+}
+
 // Weight rows per parallel task: enough work to hide the task cost, an even split otherwise.
 int64_t row_grain(int64_t N, int64_t K) {
   const int64_t by_bytes = std::max<int64_t>(8, (64 << 10) / std::max<int64_t>(1, K));  // >= ~64K weights/task
@@ -45,13 +63,13 @@ int64_t row_grain(int64_t N, int64_t K) {
 at::Tensor streaming_dpbf16(const at::Tensor& x, const at::Tensor& w) {
   const int64_t M = x.size(0), K = x.size(1), N = w.size(0);
   at::Tensor y = at::empty({M, N}, x.options());
-  std::vector<uint16_t> xb(static_cast<size_t>(M * kernels::bf16_row_stride(K)));
-  kernels::float_to_bf16_rows(x.data_ptr<float>(), M, K, xb.data());
+  uint16_t* xb = scratch(static_cast<size_t>(M * kernels::bf16_row_stride(K)));
+  kernels::float_to_bf16_rows(x.data_ptr<float>(), M, K, xb);
   const auto* wp = reinterpret_cast<const uint16_t*>(w.data_ptr<at::BFloat16>());
   float* yp = y.data_ptr<float>();
   const int64_t groups = (N + 3) / 4;
   at::parallel_for(0, groups, std::max<int64_t>(1, row_grain(N, K) / 4), [&](int64_t g0, int64_t g1) {
-    kernels::matmul_wt_dpbf16(xb.data(), M, K, wp, 4 * g0, std::min(N, 4 * g1), yp, N);
+    kernels::matmul_wt_dpbf16(xb, M, K, wp, 4 * g0, std::min(N, 4 * g1), yp, N);
   });
   return y;
 }
@@ -98,6 +116,25 @@ at::Tensor tiled_bf16(const at::Tensor& x, const at::Tensor& w) {
   return y;
 }
 
+// bf16 on AMX tiles (K a multiple of 32): x rounded to bf16 and packed once (blocks of 16 rows
+// in parallel), then tasks of whole 64-row groups of weights (the last one may end in a part).
+at::Tensor amx_bf16(const at::Tensor& x, const at::Tensor& w) {
+  const int64_t M = x.size(0), K = x.size(1), N = w.size(0);
+  at::Tensor y = at::empty({M, N}, x.options());
+  uint16_t* xp = scratch(static_cast<size_t>(kernels::amx_packed_size(M, K)));
+  const float* xs = x.data_ptr<float>();
+  at::parallel_for(0, (M + 15) / 16, std::max<int64_t>(1, (64 << 10) / (16 * K)), [&](int64_t b0, int64_t b1) {
+    kernels::pack_x_amx(xs + 16 * b0 * K, std::min(M, 16 * b1) - 16 * b0, K, xp + 16 * b0 * K);
+  });
+  const auto* wp = reinterpret_cast<const uint16_t*>(w.data_ptr<at::BFloat16>());
+  float* yp = y.data_ptr<float>();
+  const int64_t groups = (N + 63) / 64;
+  at::parallel_for(0, groups, std::max<int64_t>(1, row_grain(N, K) / 64), [&](int64_t g0, int64_t g1) {
+    kernels::matmul_wt_amx(xp, M, K, wp, 64 * g0, std::min(N, 64 * g1), yp, N);
+  });
+  return y;
+}
+
 // Large-M bf16 where the CPU multiplies bf16 natively (AVX512-BF16 / AMX-BF16): ATen's bf16
 // product (oneDNN) on activations rounded to bf16 once, fp32 accumulation, the output rounded to
 // bf16 (what the layers of a bf16 model see in ROLL's vLLM). Measured at the 0.5B shapes on Zen 4,
@@ -113,10 +150,24 @@ bool& linear_native_bf16() {
   return on;
 }
 
+bool& linear_amx() {
+  static bool on = kernels::amx_usable();
+  return on;
+}
+
+bool select_bf16_products(const std::string& mode) {
+  if (mode != "native" && mode != "aten" && mode != "widened") return false;
+  linear_native_bf16() = mode != "widened";
+  linear_amx() = mode == "native" && kernels::amx_usable();
+  return true;
+}
+
 const char* linear_path(at::ScalarType weight_dtype) {
   if (weight_dtype != at::kBFloat16)
     return core::cpu_features().avx512f ? "fp32: AVX-512 streaming kernel for small M, BLAS above"
                                         : "fp32: AVX2 streaming kernel for small M, BLAS above";
+  if (linear_native_bf16() && linear_amx())
+    return "bf16: vdpbf16ps streaming kernel for one row (activations rounded to bf16), AMX tiles from 2 rows (AMX-BF16)";
   if (linear_native_bf16())
     return "bf16: vdpbf16ps streaming kernel for small M (activations rounded to bf16), native bf16 products above "
            "(AVX512-BF16)";
@@ -134,7 +185,8 @@ at::Tensor linear(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b)
     const bool dpbf16 = w.scalar_type() == at::kBFloat16 && linear_native_bf16() && core::cpu_features().avx512_bf16;
     y = dpbf16 ? streaming_dpbf16(x, w) : streaming(x, w);
   } else if (w.scalar_type() == at::kBFloat16) {
-    y = linear_native_bf16() ? native_bf16(x, w) : tiled_bf16(x, w);
+    const bool amx = linear_native_bf16() && linear_amx() && x.size(1) % 32 == 0;
+    y = amx ? amx_bf16(x, w) : linear_native_bf16() ? native_bf16(x, w) : tiled_bf16(x, w);
   } else {
     y = at::mm(x, w.t());
   }

@@ -2,22 +2,34 @@
 // The engine's matrix product y = x w^T (+ b): fp32 activations against fp32 or bf16 weights,
 // fp32 out. Picks the path by the number of rows and the CPU: a weight-streaming kernel for
 // decode-sized batches (gemv at M = 1 for fp32), BLAS for large fp32 batches, and for large bf16
-// batches ATen's bf16 product where the CPU has native bf16 (AVX512-BF16 / AMX; inputs and output
-// rounded to bf16), else weight tiles widened to fp32 in cache then multiplied by BLAS (ATen's
-// bf16 GEMM without those instructions is a scalar loop, ~100x slower).
+// batches AMX tiles where the CPU has AMX-BF16 (inputs rounded to bf16, fp32 out), else ATen's
+// bf16 product where it has AVX512-BF16 (inputs and output rounded to bf16), else weight tiles
+// widened to fp32 in cache then multiplied by BLAS (ATen's bf16 GEMM without those instructions
+// is a scalar loop, ~100x slower).
 #include <ATen/core/Tensor.h>
+
+#include <string>
 
 namespace roll::engine {
 
 // x [M, K] fp32 contiguous, w [N, K] fp32/bf16 contiguous, b [N] or undefined -> [M, N] fp32.
 at::Tensor linear(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b = {});
 
-// Rows of x at or below which the weight-streaming kernel is used, per weight dtype (tunable).
-int64_t& linear_small_m_threshold(at::ScalarType weight_dtype);
+// Rows of x at or below which the weight-streaming kernel is used, per weight dtype: each
+// path's own measured cut, unless a bench sets linear_small_m_override (-1: the path's own).
+int64_t linear_small_m_threshold(at::ScalarType weight_dtype);
+int64_t& linear_small_m_override(at::ScalarType weight_dtype);
 
 // Whether large-M bf16 products use the CPU's native bf16 path (default: the CPU has
 // AVX512-BF16 or AMX-BF16; tests and benches may switch it to compare).
 bool& linear_native_bf16();
+// Whether those large-M native products run on AMX tiles (default: the CPU has AMX-BF16 and the
+// OS grants the tile state) rather than through ATen.
+bool& linear_amx();
+// Sets both from a bench's --bf16-products: "native" (the CPU's best: AMX tiles where usable),
+// "aten" (native, ATen's product instead of AMX tiles), "widened" (no native bf16). False for
+// any other word.
+bool select_bf16_products(const std::string& mode);
 // The path linear() takes for a weight dtype, in words (the engine logs it once; bench_engine prints it).
 const char* linear_path(at::ScalarType weight_dtype);
 
