@@ -73,7 +73,7 @@ AMX void transpose16(__m512i r[16]) {
 // m < rows of this block of x and the first `cols` weight rows.
 AMX void store_transposed(const float* c, int64_t rows, int64_t cols, float* y, int64_t ldy) {
   __m512i r[16];
-  for (int i = 0; i < 16; ++i) r[i] = _mm512_load_si512(c + 16 * i);
+  for (int i = 0; i < 16; ++i) r[i] = _mm512_loadu_si512(c + 16 * i);
   transpose16(r);
   const __mmask16 valid = cols >= 16 ? 0xffff : static_cast<__mmask16>((1u << cols) - 1);
   for (int64_t m = 0; m < rows; ++m) _mm512_mask_storeu_ps(y + m * ldy, valid, _mm512_castsi512_ps(r[m]));
@@ -154,17 +154,31 @@ AMX void one_by_blocks(const uint16_t* xt, int64_t x_block, int64_t K, const uin
   memory_barrier();
 }
 
-// Two blocks of 16 weight rows (w, w + 16 rows) against two blocks of x (xt0, xt1): every tile
-// loaded is used twice. Accumulators 0..3 (c: n0 m0, n0 m1, n1 m0, n1 m1), weights 4, 5, x 6, 7.
-AMX void two_by_two(const uint16_t* xt0, const uint16_t* xt1, int64_t K, const uint16_t* w, int64_t ws, float* c,
-                    const char* next) {
-  const int64_t row = ws / 2, per_step = next ? 32 * ws / K / 2 : 0;
-  _tile_zero(0);
-  _tile_zero(1);
-  _tile_zero(2);
-  _tile_zero(3);
-  for (int64_t k = 0; k < K; k += 32, xt0 += kTileElems, xt1 += kTileElems) {
-    if (next) prefetch_lines(next + k / 32 * per_step * 64, per_step);
+// Two blocks of 16 weight rows (w, w + 16 rows) against two blocks of x (xt0, xt1) over the k
+// steps [k0, k1): every tile loaded is used twice. Accumulators 0..3 (n0 m0, n0 m1, n1 m0,
+// n1 m1), carried in acc (4 KB) from the previous part unless `first`; weights 4, 5, x 6, 7.
+// The weight slices of a part (32 rows x at most 8 steps,
+// 16 KB) stay in L1 while all the x pairs of a chunk pass over them. `next`, when set, is 32
+// weight rows (ws bytes apart) whose same columns the following part reads.
+AMX void two_by_two_part(const uint16_t* xt0, const uint16_t* xt1, int64_t k0, int64_t k1, const uint16_t* w,
+                         int64_t ws, float* acc, bool first, const char* next) {
+  if (first) {
+    _tile_zero(0);
+    _tile_zero(1);
+    _tile_zero(2);
+    _tile_zero(3);
+  } else {
+    _tile_loadd(0, acc, 64);
+    _tile_loadd(1, acc + 256, 64);
+    _tile_loadd(2, acc + 512, 64);
+    _tile_loadd(3, acc + 768, 64);
+  }
+  const int64_t row = ws / 2;
+  xt0 += k0 / 32 * kTileElems;
+  xt1 += k0 / 32 * kTileElems;
+  for (int64_t k = k0; k < k1; k += 32, xt0 += kTileElems, xt1 += kTileElems) {
+    if (next)
+      for (int r = 0; r < 32; ++r) _mm_prefetch(next + r * ws + (k - k0) * 2, _MM_HINT_T0);
     _tile_loadd(4, w + k, ws);
     _tile_loadd(6, xt0, 64);
     _tile_dpbf16ps(0, 4, 6);
@@ -174,10 +188,10 @@ AMX void two_by_two(const uint16_t* xt0, const uint16_t* xt1, int64_t K, const u
     _tile_dpbf16ps(2, 5, 6);
     _tile_dpbf16ps(3, 5, 7);
   }
-  _tile_stored(0, c, 64);
-  _tile_stored(1, c + 256, 64);
-  _tile_stored(2, c + 512, 64);
-  _tile_stored(3, c + 768, 64);
+  _tile_stored(0, acc, 64);
+  _tile_stored(1, acc + 256, 64);
+  _tile_stored(2, acc + 512, 64);
+  _tile_stored(3, acc + 768, 64);
   memory_barrier();
 }
 
@@ -217,28 +231,44 @@ AMX void matmul_amx(const uint16_t* xp, int64_t M, int64_t K, const uint16_t* w,
       store_transposed(c, rows, tail, y + full_end, ldy);
     }
   } else {
-    // Pairs of weight blocks against pairs of x blocks; a weight block left over (and the part
-    // block at the end) against up to 4 x blocks at once. The x blocks are taken in chunks that
-    // stay in L2 (~1.5 MB of the 2 MB per core of these CPUs) while the weight blocks of this task pass over them; the first pass
-    // over a weight pair prefetches the next one.
+    // Pairs of weight blocks against pairs of x blocks, part of the k steps at a time; a weight
+    // block left over (and the part block at the end) against up to 4 x blocks at once. The x
+    // blocks are taken in chunks that stay in L2 (~1.5 MB of the 2 MB per core of these CPUs)
+    // while the weight blocks of this task pass over them.
     const int64_t chunk = std::max<int64_t>(2, ((3 << 19) / (x_block * 2)) / 2 * 2);
     for (int64_t mc = 0; mc < mblocks; mc += chunk) {
       const int64_t mc_end = std::min(mblocks, mc + chunk);
       auto store = [&](int64_t mb, int64_t n, int64_t b) {
         store_transposed(c + 256 * b, rows_of(mb), cols_of(n), y + 16 * mb * ldy + n, ldy);
       };
+      // The k steps in parts of at most 8; each pair of x blocks keeps its accumulators in acc.
+      const int64_t steps = K / 32, parts = (steps + 7) / 8, per = (steps + parts - 1) / parts;
+      const int64_t pairs = (mc_end - mc) / 2;
+      thread_local std::vector<float> acc_buf;
+      if (acc_buf.size() < static_cast<size_t>(pairs * 1024)) acc_buf.resize(static_cast<size_t>(pairs * 1024));
       int64_t n = n0;
       for (; n + 32 <= full_end; n += 32) {
-        const char* next = n + 64 <= full_end ? bytes + (n + 32) * ws : nullptr;
-        int64_t mb = mc;
-        for (; mb + 2 <= mc_end; mb += 2) {
-          two_by_two(xp + mb * x_block, xp + (mb + 1) * x_block, K, w + n * K, ws, c, mb == mc ? next : nullptr);
-          store(mb, n, 0);
-          store(mb + 1, n, 1);
-          store(mb, n + 16, 2);
-          store(mb + 1, n + 16, 3);
+        for (int64_t p = 0; p < parts; ++p) {
+          const int64_t k0 = p * per * 32, k1 = std::min(K, (p + 1) * per * 32);
+          // the next part's slice of these rows, or the first slice of the next pair
+          const char* next = p + 1 < parts ? bytes + n * ws + k1 * 2
+                             : n + 64 <= full_end ? bytes + (n + 32) * ws : nullptr;
+          for (int64_t i = 0; i < pairs; ++i) {
+            const int64_t mb = mc + 2 * i;
+            two_by_two_part(xp + mb * x_block, xp + (mb + 1) * x_block, k0, k1, w + n * K, ws,
+                            acc_buf.data() + 1024 * i, p == 0, i == 0 ? next : nullptr);
+          }
         }
-        if (mb < mc_end) {
+        for (int64_t i = 0; i < pairs; ++i) {
+          const int64_t mb = mc + 2 * i;
+          const float* a4 = acc_buf.data() + 1024 * i;
+          store_transposed(a4, rows_of(mb), 16, y + 16 * mb * ldy + n, ldy);
+          store_transposed(a4 + 256, rows_of(mb + 1), 16, y + 16 * (mb + 1) * ldy + n, ldy);
+          store_transposed(a4 + 512, rows_of(mb), 16, y + 16 * mb * ldy + n + 16, ldy);
+          store_transposed(a4 + 768, rows_of(mb + 1), 16, y + 16 * (mb + 1) * ldy + n + 16, ldy);
+        }
+        if (mc + 2 * pairs < mc_end) {
+          const int64_t mb = mc + 2 * pairs;
           blocks_by_one<2>(xp + mb * x_block, K, w + n * K, ws, c, nullptr);
           store(mb, n, 0);
           store(mb, n + 16, 1);
