@@ -127,6 +127,27 @@ TEST(EngineKernels, AmxKernelMatchesAtenOnLongRows) {
   roll::engine::linear_native_bf16() = saved;
 }
 
+// Several weights on one input (the runner's q/k/v and gate/up) give what linear() gives for
+// each, bit for bit, on every path: each output row is computed whole by one task either way.
+TEST(EngineKernels, SharedInputProductsEqualSeparateOnes) {
+  at::manual_seed(6);
+  const bool saved = roll::engine::linear_native_bf16();
+  for (bool native : {false, true})
+    for (at::ScalarType dt : {at::kFloat, at::kBFloat16})
+      for (int64_t M : {1, 3, 8, 40}) {
+        roll::engine::linear_native_bf16() = native && core::cpu_features().native_bf16();
+        at::Tensor x = at::randn({M, 96});
+        std::vector<at::Tensor> ws = {at::randn({150, 96}).to(dt), at::randn({24, 96}).to(dt), at::randn({70, 96}).to(dt)};
+        std::vector<at::Tensor> bs = {at::randn({150}).to(dt), at::Tensor(), at::randn({70}).to(dt)};
+        std::vector<at::Tensor> ys = roll::engine::linear_shared_input(x, ws, bs);
+        ASSERT_EQ(ys.size(), 3u);
+        for (size_t i = 0; i < ws.size(); ++i)
+          EXPECT_TRUE(at::equal(ys[i], roll::engine::linear(x, ws[i], bs[i])))
+              << "weight " << i << " M=" << M << " dtype=" << dt << " native=" << native;
+      }
+  roll::engine::linear_native_bf16() = saved;
+}
+
 // The fp32 small-M kernels on long rows (K = 2100: the AVX-512 tiles and masked tails), each path
 // this CPU has called directly against ATen: fp32 sums of 2100 N(0,1)² terms in other orders,
 // |y| ≲ 200: sqrt(2100)·eps·200 ≈ 1e-3 -> 3e-3.

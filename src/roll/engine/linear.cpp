@@ -58,20 +58,50 @@ int64_t row_grain(int64_t N, int64_t K) {
   return std::min<int64_t>(by_bytes, std::max<int64_t>(8, N / (4 * at::get_num_threads())));
 }
 
+// Runs f(i, g0, g1) over groups [g0, g1) of the rows of weights i = 0, 1, ... (groups[i] of
+// them) in one parallel region: the products of one input share their task start-up.
+template <typename F>
+void for_row_groups(const std::vector<int64_t>& groups, int64_t grain, const F& f) {
+  std::vector<int64_t> start(groups.size() + 1, 0);
+  for (size_t i = 0; i < groups.size(); ++i) start[i + 1] = start[i] + groups[i];
+  at::parallel_for(0, start.back(), grain, [&](int64_t a, int64_t b) {
+    for (size_t i = 0; i < groups.size(); ++i) {
+      const int64_t lo = std::max(a, start[i]), hi = std::min(b, start[i + 1]);
+      if (lo < hi) f(i, lo - start[i], hi - start[i]);
+    }
+  });
+}
+
+std::vector<const uint16_t*> bf16_data(const std::vector<at::Tensor>& ws) {
+  std::vector<const uint16_t*> out;
+  for (const at::Tensor& w : ws) out.push_back(reinterpret_cast<const uint16_t*>(w.data_ptr<at::BFloat16>()));
+  return out;
+}
+
+int64_t total_rows(const std::vector<at::Tensor>& ws) {
+  int64_t n = 0;
+  for (const at::Tensor& w : ws) n += w.size(0);
+  return n;
+}
+
 // Small-M bf16 where the CPU has vdpbf16ps: x rounded to bf16 once, then tasks of whole groups
 // of 4 weight rows (the kernel's tile).
-at::Tensor streaming_dpbf16(const at::Tensor& x, const at::Tensor& w) {
-  const int64_t M = x.size(0), K = x.size(1), N = w.size(0);
-  at::Tensor y = at::empty({M, N}, x.options());
+std::vector<at::Tensor> streaming_dpbf16(const at::Tensor& x, const std::vector<at::Tensor>& ws) {
+  const int64_t M = x.size(0), K = x.size(1);
   uint16_t* xb = scratch(static_cast<size_t>(M * kernels::bf16_row_stride(K)));
   kernels::float_to_bf16_rows(x.data_ptr<float>(), M, K, xb);
-  const auto* wp = reinterpret_cast<const uint16_t*>(w.data_ptr<at::BFloat16>());
-  float* yp = y.data_ptr<float>();
-  const int64_t groups = (N + 3) / 4;
-  at::parallel_for(0, groups, std::max<int64_t>(1, row_grain(N, K) / 4), [&](int64_t g0, int64_t g1) {
-    kernels::matmul_wt_dpbf16(xb, M, K, wp, 4 * g0, std::min(N, 4 * g1), yp, N);
+  std::vector<at::Tensor> ys;
+  std::vector<int64_t> groups;
+  for (const at::Tensor& w : ws) {
+    ys.push_back(at::empty({M, w.size(0)}, x.options()));
+    groups.push_back((w.size(0) + 3) / 4);
+  }
+  const std::vector<const uint16_t*> wp = bf16_data(ws);
+  for_row_groups(groups, std::max<int64_t>(1, row_grain(total_rows(ws), K) / 4), [&](size_t i, int64_t g0, int64_t g1) {
+    const int64_t N = ws[i].size(0);
+    kernels::matmul_wt_dpbf16(xb, M, K, wp[i], 4 * g0, std::min(N, 4 * g1), ys[i].data_ptr<float>(), N);
   });
-  return y;
+  return ys;
 }
 
 at::Tensor streaming(const at::Tensor& x, const at::Tensor& w) {
@@ -118,21 +148,25 @@ at::Tensor tiled_bf16(const at::Tensor& x, const at::Tensor& w) {
 
 // bf16 on AMX tiles (K a multiple of 32): x rounded to bf16 and packed once (blocks of 16 rows
 // in parallel), then tasks of whole 64-row groups of weights (the last one may end in a part).
-at::Tensor amx_bf16(const at::Tensor& x, const at::Tensor& w) {
-  const int64_t M = x.size(0), K = x.size(1), N = w.size(0);
-  at::Tensor y = at::empty({M, N}, x.options());
+std::vector<at::Tensor> amx_bf16(const at::Tensor& x, const std::vector<at::Tensor>& ws) {
+  const int64_t M = x.size(0), K = x.size(1);
   uint16_t* xp = scratch(static_cast<size_t>(kernels::amx_packed_size(M, K)));
   const float* xs = x.data_ptr<float>();
   at::parallel_for(0, (M + 15) / 16, std::max<int64_t>(1, (64 << 10) / (16 * K)), [&](int64_t b0, int64_t b1) {
     kernels::pack_x_amx(xs + 16 * b0 * K, std::min(M, 16 * b1) - 16 * b0, K, xp + 16 * b0 * K);
   });
-  const auto* wp = reinterpret_cast<const uint16_t*>(w.data_ptr<at::BFloat16>());
-  float* yp = y.data_ptr<float>();
-  const int64_t groups = (N + 63) / 64;
-  at::parallel_for(0, groups, std::max<int64_t>(1, row_grain(N, K) / 64), [&](int64_t g0, int64_t g1) {
-    kernels::matmul_wt_amx(xp, M, K, wp, 64 * g0, std::min(N, 64 * g1), yp, N);
+  std::vector<at::Tensor> ys;
+  std::vector<int64_t> groups;
+  for (const at::Tensor& w : ws) {
+    ys.push_back(at::empty({M, w.size(0)}, x.options()));
+    groups.push_back((w.size(0) + 63) / 64);
+  }
+  const std::vector<const uint16_t*> wp = bf16_data(ws);
+  for_row_groups(groups, std::max<int64_t>(1, row_grain(total_rows(ws), K) / 64), [&](size_t i, int64_t g0, int64_t g1) {
+    const int64_t N = ws[i].size(0);
+    kernels::matmul_wt_amx(xp, M, K, wp[i], 64 * g0, std::min(N, 64 * g1), ys[i].data_ptr<float>(), N);
   });
-  return y;
+  return ys;
 }
 
 // Large-M bf16 where the CPU multiplies bf16 natively (AVX512-BF16 / AMX-BF16): ATen's bf16
@@ -176,22 +210,54 @@ const char* linear_path(at::ScalarType weight_dtype) {
              : "bf16: streaming kernel for small M, weight tiles widened to fp32 for BLAS above (no native bf16 here)";
 }
 
-at::Tensor linear(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b) {
-  const int64_t M = x.size(0);
-  at::Tensor y;
-  if (w.scalar_type() == at::kFloat && M == 1) {
-    y = at::mv(w, x[0]).unsqueeze(0);  // BLAS gemv
-  } else if (M <= linear_small_m_threshold(w.scalar_type())) {
-    const bool dpbf16 = w.scalar_type() == at::kBFloat16 && linear_native_bf16() && core::cpu_features().avx512_bf16;
-    y = dpbf16 ? streaming_dpbf16(x, w) : streaming(x, w);
-  } else if (w.scalar_type() == at::kBFloat16) {
-    const bool amx = linear_native_bf16() && linear_amx() && x.size(1) % 32 == 0;
-    y = amx ? amx_bf16(x, w) : linear_native_bf16() ? native_bf16(x, w) : tiled_bf16(x, w);
-  } else {
-    y = at::mm(x, w.t());
+namespace {
+
+enum class Path { kGemv, kStreaming, kDpbf16, kAmx, kNativeBf16, kTiledBf16, kBlas };
+
+Path path_of(int64_t M, int64_t K, at::ScalarType dtype) {
+  if (dtype == at::kFloat && M == 1) return Path::kGemv;
+  if (M <= linear_small_m_threshold(dtype))
+    return dtype == at::kBFloat16 && linear_native_bf16() && core::cpu_features().avx512_bf16 ? Path::kDpbf16
+                                                                                               : Path::kStreaming;
+  if (dtype != at::kBFloat16) return Path::kBlas;
+  if (linear_native_bf16() && linear_amx() && K % 32 == 0) return Path::kAmx;
+  return linear_native_bf16() ? Path::kNativeBf16 : Path::kTiledBf16;
+}
+
+at::Tensor product(const at::Tensor& x, const at::Tensor& w) {
+  switch (path_of(x.size(0), x.size(1), w.scalar_type())) {
+    case Path::kGemv: return at::mv(w, x[0]).unsqueeze(0);  // BLAS gemv
+    case Path::kStreaming: return streaming(x, w);
+    case Path::kDpbf16: return streaming_dpbf16(x, {w})[0];
+    case Path::kAmx: return amx_bf16(x, {w})[0];
+    case Path::kNativeBf16: return native_bf16(x, w);
+    case Path::kTiledBf16: return tiled_bf16(x, w);
+    case Path::kBlas: break;
   }
+  return at::mm(x, w.t());
+}
+
+}  // namespace
+
+at::Tensor linear(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b) {
+  at::Tensor y = product(x, w);
   if (b.defined()) y.add_(b);
   return y;
+}
+
+std::vector<at::Tensor> linear_shared_input(const at::Tensor& x, const std::vector<at::Tensor>& ws,
+                                            const std::vector<at::Tensor>& bs) {
+  bool same_dtype = true;
+  for (const at::Tensor& w : ws) same_dtype = same_dtype && w.scalar_type() == ws.front().scalar_type();
+  std::vector<at::Tensor> ys;
+  const Path path = ws.empty() || !same_dtype ? Path::kBlas : path_of(x.size(0), x.size(1), ws.front().scalar_type());
+  if (path == Path::kDpbf16) ys = streaming_dpbf16(x, ws);
+  else if (path == Path::kAmx) ys = amx_bf16(x, ws);
+  else
+    for (const at::Tensor& w : ws) ys.push_back(product(x, w));
+  for (size_t i = 0; i < ys.size() && i < bs.size(); ++i)
+    if (bs[i].defined()) ys[i].add_(bs[i]);
+  return ys;
 }
 
 }  // namespace roll::engine

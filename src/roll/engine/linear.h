@@ -9,11 +9,18 @@
 #include <ATen/core/Tensor.h>
 
 #include <string>
+#include <vector>
 
 namespace roll::engine {
 
 // x [M, K] fp32 contiguous, w [N, K] fp32/bf16 contiguous, b [N] or undefined -> [M, N] fp32.
 at::Tensor linear(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b = {});
+
+// The products of one input with several weights (q, k, v; gate, up), bit for bit what linear()
+// gives for each: on the native bf16 kernels x is rounded (and packed) once and the rows of all
+// the weights share one parallel region. bs[i] (optional, may be shorter) is weight i's bias.
+std::vector<at::Tensor> linear_shared_input(const at::Tensor& x, const std::vector<at::Tensor>& ws,
+                                            const std::vector<at::Tensor>& bs = {});
 
 // Rows of x at or below which the weight-streaming kernel is used, per weight dtype: each
 // path's own measured cut, unless a bench sets linear_small_m_override (-1: the path's own).

@@ -109,9 +109,8 @@ at::Tensor ModelRunner::forward(const at::Tensor& tokens, const at::Tensor& posi
   for (size_t i = 0; i < layers_.size(); ++i) {
     const LayerWeights& L = layers_[i];
     at::Tensor h = rms_norm(x, L.in_norm, c.rms_norm_eps);
-    at::Tensor q = engine::linear(h, L.q_w, L.q_b).view({N, Hq, D});
-    at::Tensor k = engine::linear(h, L.k_w, L.k_b).view({N, Hkv, D});
-    at::Tensor v = engine::linear(h, L.v_w, L.v_b).view({N, Hkv, D});
+    std::vector<at::Tensor> qkv = engine::linear_shared_input(h, {L.q_w, L.k_w, L.v_w}, {L.q_b, L.k_b, L.v_b});
+    at::Tensor q = qkv[0].view({N, Hq, D}), k = qkv[1].view({N, Hkv, D}), v = qkv[2].view({N, Hkv, D});
     if (c.qk_norm) {
       q = rms_norm(q, L.q_norm, c.rms_norm_eps);
       k = rms_norm(k, L.k_norm, c.rms_norm_eps);
@@ -121,8 +120,9 @@ at::Tensor ModelRunner::forward(const at::Tensor& tokens, const at::Tensor& posi
     at::Tensor a = attn.attend(static_cast<int64_t>(i), q, k, v);
     x.add_(engine::linear(a.contiguous(), L.o_w));
     h = rms_norm(x, L.post_norm, c.rms_norm_eps);
-    at::Tensor gate = engine::linear(h, L.gate_w);
-    silu_mul_(gate, engine::linear(h, L.up_w));
+    std::vector<at::Tensor> gate_up = engine::linear_shared_input(h, {L.gate_w, L.up_w});
+    at::Tensor& gate = gate_up[0];
+    silu_mul_(gate, gate_up[1]);
     x.add_(engine::linear(gate, L.down_w));
   }
   at::Tensor rows = x.index_select(0, sample_rows);
