@@ -19,7 +19,7 @@
 //
 //   bench_linear [--threads 2] [--rounds 2] [--ms 1,8,64,512] [--dtypes bf16,fp32]
 //                [--shapes q_o,k_v,gate_up,down,lm_head] [--working-set-mb 256] [--smoke]
-//                [--bf16-products native|aten|widened] [--bf16-small-m-threshold 12]
+//                [--bf16-products native|aten|widened] [--bf16-small-m-threshold N] [--fp32-small-m-threshold N]
 #include <ATen/ATen.h>
 
 #include <algorithm>
@@ -249,6 +249,7 @@ int main(int argc, char** argv) {
     else if (a == "--shapes") o.shapes = split(next());
     else if (a == "--working-set-mb") o.working_set_mb = std::stoll(next());
     else if (a == "--bf16-small-m-threshold") roll::engine::linear_small_m_override(at::kBFloat16) = std::stoll(next());
+    else if (a == "--fp32-small-m-threshold") roll::engine::linear_small_m_override(at::kFloat) = std::stoll(next());
     else if (a == "--bf16-products") {
       const std::string v = next();
       if (!roll::engine::select_bf16_products(v)) {

@@ -25,8 +25,12 @@ int64_t linear_small_m_threshold(at::ScalarType weight_dtype) {
   // Measured at the 0.5B shapes (bench_linear), each path against the one above it: on Zen 3
   // (AVX2) the streaming kernel beats widen + BLAS up to ~12 rows for bf16, and OpenBLAS beats it
   // above ~8 rows for fp32; on Zen 4 the vdpbf16ps kernel beats ATen's native bf16 product up to
-  // ~32 rows; with AMX-BF16 (Intel Xeon) the tiles beat it from 2 rows on.
-  if (weight_dtype != at::kBFloat16) return 8;
+  // ~32 rows; with AMX-BF16 (Intel Xeon) the tiles beat it from 2 rows on. On that Xeon (two
+  // full 512-bit FMA units) the AVX-512 fp32 kernel beats OpenBLAS up to 64 rows (0.88-0.90 of
+  // oneDNN at 64 against 0.75-0.76, 0.67 against 0.77 at 128); its cut on Zen 4 was not measured
+  // above 8 rows, so other CPUs keep 8.
+  if (weight_dtype != at::kBFloat16)
+    return core::cpu_features().avx512f && core::cpu_features().amx_bf16 ? 64 : 8;
   if (!linear_native_bf16()) return 12;
   if (linear_amx()) return 1;
   return core::cpu_features().avx512_bf16 ? 32 : 12;
