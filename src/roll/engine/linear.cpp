@@ -88,24 +88,35 @@ int64_t total_rows(const std::vector<at::Tensor>& ws) {
   return n;
 }
 
+// One [M, N_i] output per weight, filled by kernel(weight, rows n0..n1, its bf16 data, output)
+// in tasks of whole groups of `group` rows of all the weights at once.
+template <typename Kernel>
+std::vector<at::Tensor> over_row_groups(const at::Tensor& x, const std::vector<at::Tensor>& ws, int64_t group,
+                                        const Kernel& kernel) {
+  std::vector<at::Tensor> ys;
+  std::vector<int64_t> groups;
+  for (const at::Tensor& w : ws) {
+    ys.push_back(at::empty({x.size(0), w.size(0)}, x.options()));
+    groups.push_back((w.size(0) + group - 1) / group);
+  }
+  const std::vector<const uint16_t*> wp = bf16_data(ws);
+  const int64_t grain = std::max<int64_t>(1, row_grain(total_rows(ws), x.size(1)) / group);
+  for_row_groups(groups, grain, [&](size_t i, int64_t g0, int64_t g1) {
+    const int64_t N = ws[i].size(0);
+    kernel(group * g0, std::min(N, group * g1), wp[i], ys[i].data_ptr<float>(), N);
+  });
+  return ys;
+}
+
 // Small-M bf16 where the CPU has vdpbf16ps: x rounded to bf16 once, then tasks of whole groups
 // of 4 weight rows (the kernel's tile).
 std::vector<at::Tensor> streaming_dpbf16(const at::Tensor& x, const std::vector<at::Tensor>& ws) {
   const int64_t M = x.size(0), K = x.size(1);
   uint16_t* xb = scratch(static_cast<size_t>(M * kernels::bf16_row_stride(K)));
   kernels::float_to_bf16_rows(x.data_ptr<float>(), M, K, xb);
-  std::vector<at::Tensor> ys;
-  std::vector<int64_t> groups;
-  for (const at::Tensor& w : ws) {
-    ys.push_back(at::empty({M, w.size(0)}, x.options()));
-    groups.push_back((w.size(0) + 3) / 4);
-  }
-  const std::vector<const uint16_t*> wp = bf16_data(ws);
-  for_row_groups(groups, std::max<int64_t>(1, row_grain(total_rows(ws), K) / 4), [&](size_t i, int64_t g0, int64_t g1) {
-    const int64_t N = ws[i].size(0);
-    kernels::matmul_wt_dpbf16(xb, M, K, wp[i], 4 * g0, std::min(N, 4 * g1), ys[i].data_ptr<float>(), N);
+  return over_row_groups(x, ws, 4, [&](int64_t n0, int64_t n1, const uint16_t* w, float* y, int64_t N) {
+    kernels::matmul_wt_dpbf16(xb, M, K, w, n0, n1, y, N);
   });
-  return ys;
 }
 
 at::Tensor streaming(const at::Tensor& x, const at::Tensor& w) {
@@ -159,18 +170,9 @@ std::vector<at::Tensor> amx_bf16(const at::Tensor& x, const std::vector<at::Tens
   at::parallel_for(0, (M + 15) / 16, std::max<int64_t>(1, (64 << 10) / (16 * K)), [&](int64_t b0, int64_t b1) {
     kernels::pack_x_amx(xs + 16 * b0 * K, std::min(M, 16 * b1) - 16 * b0, K, xp + 16 * b0 * K);
   });
-  std::vector<at::Tensor> ys;
-  std::vector<int64_t> groups;
-  for (const at::Tensor& w : ws) {
-    ys.push_back(at::empty({M, w.size(0)}, x.options()));
-    groups.push_back((w.size(0) + 63) / 64);
-  }
-  const std::vector<const uint16_t*> wp = bf16_data(ws);
-  for_row_groups(groups, std::max<int64_t>(1, row_grain(total_rows(ws), K) / 64), [&](size_t i, int64_t g0, int64_t g1) {
-    const int64_t N = ws[i].size(0);
-    kernels::matmul_wt_amx(xp, M, K, wp[i], 64 * g0, std::min(N, 64 * g1), ys[i].data_ptr<float>(), N);
+  return over_row_groups(x, ws, 64, [&](int64_t n0, int64_t n1, const uint16_t* w, float* y, int64_t N) {
+    kernels::matmul_wt_amx(xp, M, K, w, n0, n1, y, N);
   });
-  return ys;
 }
 
 // Large-M bf16 where the CPU multiplies bf16 natively (AVX512-BF16 / AMX-BF16): ATen's bf16
