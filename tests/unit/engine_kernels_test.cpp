@@ -198,7 +198,7 @@ TEST(EngineKernels, KernelsRunOnEveryThreadWithTheSameResults) {
       // The streaming kernel computes each weight row's outputs whole in one task: the split cannot
       // change bits. BLAS (gemv at M = 1 fp32, gemm above the threshold) may block K by its thread
       // count: fp32 dots of 896 N(0,1)² terms, |y| ≲ 140: sqrt(896)·eps·140 ≈ 5e-4.
-      if (M <= roll::engine::linear_small_m_threshold(dt) && !(dt == at::kFloat && M == 1))
+      if (M <= roll::engine::linear_small_m_threshold(dt, x.size(1)) && !(dt == at::kFloat && M == 1))
         EXPECT_EQ(d, 0.0f) << "M=" << M << " dtype=" << dt;
       else if (dt == at::kBFloat16 && roll::engine::linear_native_bf16()) {
         // The native path rounds the output to bf16: two fp32 sums ~5e-4 apart can round one bf16

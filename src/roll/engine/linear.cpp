@@ -19,7 +19,7 @@ int64_t& linear_small_m_override(at::ScalarType weight_dtype) {
   return weight_dtype == at::kBFloat16 ? bf16 : fp32;
 }
 
-int64_t linear_small_m_threshold(at::ScalarType weight_dtype) {
+int64_t linear_small_m_threshold(at::ScalarType weight_dtype, int64_t K) {
   const int64_t forced = linear_small_m_override(weight_dtype);
   if (forced >= 0) return forced;
   // Measured at the 0.5B shapes (bench_linear), each path against the one above it: on Zen 3
@@ -32,7 +32,7 @@ int64_t linear_small_m_threshold(at::ScalarType weight_dtype) {
   if (weight_dtype != at::kBFloat16)
     return core::cpu_features().avx512f && core::cpu_features().amx_bf16 ? 64 : 8;
   if (!linear_native_bf16()) return 12;
-  if (linear_amx()) return 1;
+  if (linear_amx() && K % 32 == 0) return 1;  // rows the tiles cannot take keep the vdpbf16ps cut
   return core::cpu_features().avx512_bf16 ? 32 : 12;
 }
 
@@ -222,7 +222,7 @@ enum class Path { kGemv, kStreaming, kDpbf16, kAmx, kNativeBf16, kTiledBf16, kBl
 
 Path path_of(int64_t M, int64_t K, at::ScalarType dtype) {
   if (dtype == at::kFloat && M == 1) return Path::kGemv;
-  if (M <= linear_small_m_threshold(dtype))
+  if (M <= linear_small_m_threshold(dtype, K))
     return dtype == at::kBFloat16 && linear_native_bf16() && core::cpu_features().avx512_bf16 ? Path::kDpbf16
                                                                                                : Path::kStreaming;
   if (dtype != at::kBFloat16) return Path::kBlas;

@@ -24,7 +24,8 @@ std::vector<at::Tensor> linear_shared_input(const at::Tensor& x, const std::vect
 
 // Rows of x at or below which the weight-streaming kernel is used, per weight dtype: each
 // path's own measured cut, unless a bench sets linear_small_m_override (-1: the path's own).
-int64_t linear_small_m_threshold(at::ScalarType weight_dtype);
+// K is the rows' length: the AMX tiles take only multiples of 32.
+int64_t linear_small_m_threshold(at::ScalarType weight_dtype, int64_t K = 0);
 int64_t& linear_small_m_override(at::ScalarType weight_dtype);
 
 // Whether large-M bf16 products use the CPU's native bf16 path (default: the CPU has
