@@ -31,6 +31,10 @@ gone_within() {  # pid seconds
   for _ in $(seq 1 $(($2 * 10))); do alive "$1" || return 0; sleep 0.1; done
   return 1
 }
+log_within() {  # file pattern seconds: the agent writes a job's end after the driver has seen it leave
+  for _ in $(seq 1 $(($3 * 10))); do grep -q -- "$2" "$1" && return 0; sleep 0.1; done
+  return 1
+}
 status_until() {  # ns-fn out pattern seconds: `roll status` until its report matches
   for _ in $(seq 1 $(($4 * 4))); do
     "$1" status > "$2" 2>&1 || true
@@ -90,7 +94,7 @@ grep -q "Current cluster resources: {.*'node:$a0': 1.0, 'node:$a1': 1.0}" job1.l
 grep -q "model update: 1 infer rank(s) by broadcast, 0 by shared memory" job1.log || fail "no broadcast" job1.log
 grep -q "node 1: started worker actor_infer-0-G0" c1/agent.log || fail "agent did not start actor_infer" job1.log
 grep -q "node 1: started worker reference-0-G0" c1/agent.log || fail "agent did not start reference" job1.log
-grep -q "job 0 ended (ok)" c1/agent.log || fail "the agent did not see the job end" job1.log
+log_within c1/agent.log "job 0 ended (ok)" 5 || fail "the agent did not see the job end" job1.log
 metrics="$(find . -path "*/b/*" -name metrics.jsonl | head -1)"
 $py - "$metrics" <<'PY'
 import json, sys
@@ -107,7 +111,7 @@ grep -q "(no running jobs)" status3.out || fail "a job is still listed" status3.
 grep -q " 0/2 CPU device(s) used, 2 free" status3.out || fail "devices still used" status3.out
 [[ -z "$(ip netns pids "$ns1" | grep -vx "$agent_pid")" ]] || fail "processes besides the agent in ns1" status3.out
 n0 rlvr "${cfg[@]}" output_dir=./outc exp_name=c max_steps=1 > job2.log 2>&1 || fail "the second job" job2.log
-grep -q "job 1 ended (ok)" c1/agent.log || fail "the agent did not serve the second job" job2.log
+log_within c1/agent.log "job 1 ended (ok)" 5 || fail "the agent did not serve the second job" job2.log
 alive "$agent_pid" || fail "the agent exited after the second job" job2.log
 echo "2: two jobs ran on the same agent (pid $agent_pid)"
 
