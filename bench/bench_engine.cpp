@@ -13,8 +13,9 @@
 //                [--batches 1,8,64,256] [--max-seconds 60] [--smoke]
 //                [--bf16-products native|aten|widened]
 // A "kernels" line says which matrix-product path the engine takes on this CPU; --bf16-products
-// forces the large-M bf16 path (native: AMX tiles where the CPU has them, else ATen's bf16
-// product; aten: ATen's even with AMX; native needs AVX512-BF16 or AMX, else it is a scalar loop).
+// forces the large-M bf16 path (native: AMX tiles where the CPU has them, else the vdpbf16ps
+// pair kernel; aten: ATen's bf16 product instead of either; native needs AVX512-BF16 or AMX,
+// else it is a scalar loop).
 #include <ATen/ATen.h>
 
 #include <chrono>

@@ -49,13 +49,24 @@ void float_to_bf16_rows(const float* x, int64_t M, int64_t K, uint16_t* xb);
 void matmul_wt_dpbf16(const uint16_t* xb, int64_t M, int64_t K, const uint16_t* w_bf16, int64_t n0, int64_t n1,
                       float* y, int64_t ldy);
 
-// The same product on AMX-BF16 tiles (tdpbf16ps), for batches of rows: call only where
-// amx_usable(), with K a multiple of 32. pack_x_amx rounds x to bf16 and lays it out as the
-// tiles read it, amx_packed_size(M, K) elements; rows of 16 pack independently, so
-// pack_x_amx(x + 16 i K, ..., xp + i * 16 K) packs from row block i on. Accumulation in fp32.
+// x rounded to bf16 and packed for the batch kernels below, K a multiple of 32: in blocks of 16
+// rows (16 K elements each), block b holds for every pair p of k one vector of the 16 rows'
+// pairs (x[m][2p], x[m][2p + 1]) at 32 p, zero for rows past M. x_pairs_size(M, K) elements;
+// blocks pack independently, so pack_x_pairs(x + 16 i K, ..., xp + i * 16 K) packs from block i
+// on. Call only where core::cpu_features().avx512_bf16.
+int64_t x_pairs_size(int64_t M, int64_t K);
+void pack_x_pairs(const float* x, int64_t M, int64_t K, uint16_t* xp);
+
+// The product for batches of rows on AVX512-BF16 from the packed x: each weight pair is
+// broadcast against 16 rows of x (vdpbf16ps), weights as stored. Accumulation in fp32.
+int64_t dpbf16_pairs_tile_rows(int64_t M);  // weight rows of one tile against the first 64 rows of x
+void matmul_wt_dpbf16_pairs(const uint16_t* xp, int64_t M, int64_t K, const uint16_t* w_bf16, int64_t n0, int64_t n1,
+                            float* y, int64_t ldy);
+
+// The same product on AMX-BF16 tiles (tdpbf16ps) from the packed x (its blocks are the tiles the
+// instruction reads as its second operand): call only where amx_usable(), with K a multiple of
+// 32. Accumulation in fp32.
 bool amx_usable();  // the CPU has AMX-BF16 and the OS granted this process the tile state (asked once)
-int64_t amx_packed_size(int64_t M, int64_t K);
-void pack_x_amx(const float* x, int64_t M, int64_t K, uint16_t* xp);
 void matmul_wt_amx(const uint16_t* xp, int64_t M, int64_t K, const uint16_t* w_bf16, int64_t n0, int64_t n1, float* y,
                    int64_t ldy);
 

@@ -2,7 +2,7 @@
 // tile by a 32 x 16 one into a 16 x 16 fp32 tile. The weights are the instruction's first operand
 // exactly as stored ([N, K] row-major: 16 rows, 32 columns, the row stride K), so nothing is
 // repacked; x is the second operand, which the instruction wants with pairs of k interleaved
-// (pack_x_amx, once per product). The result tiles are therefore y transposed, 16 weight rows by
+// (pack_x_pairs, once per product). The result tiles are therefore y transposed, 16 weight rows by
 // 16 x rows, and are turned round on the way out.
 #include <immintrin.h>
 #include <sys/syscall.h>
@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "roll/core/cpu_features.h"
+#include "roll/engine/avx512_transpose.h"
 #include "roll/engine/cpu_kernels.h"
 
 namespace roll::engine::kernels {
@@ -42,32 +43,6 @@ AMX void load_tile_config() {
 inline void memory_barrier() { asm volatile("" ::: "memory"); }
 
 constexpr int64_t kTileElems = 16 * 32;  // bf16 elements of one packed x tile (1 KB)
-
-// 16 rows of 16 32-bit values, transposed in registers: row j of the result holds element j of
-// every input row. Unpacks interleave pairs of rows, then 128-bit lanes are regrouped.
-AMX void transpose16(__m512i r[16]) {
-  __m512i t[16], u[16];
-  for (int i = 0; i < 16; i += 4) {
-    t[i] = _mm512_unpacklo_epi32(r[i], r[i + 1]);
-    t[i + 1] = _mm512_unpackhi_epi32(r[i], r[i + 1]);
-    t[i + 2] = _mm512_unpacklo_epi32(r[i + 2], r[i + 3]);
-    t[i + 3] = _mm512_unpackhi_epi32(r[i + 2], r[i + 3]);
-    // u[i + c], lane L: element 4 L + c of rows i .. i + 3
-    u[i] = _mm512_unpacklo_epi64(t[i], t[i + 2]);
-    u[i + 1] = _mm512_unpackhi_epi64(t[i], t[i + 2]);
-    u[i + 2] = _mm512_unpacklo_epi64(t[i + 1], t[i + 3]);
-    u[i + 3] = _mm512_unpackhi_epi64(t[i + 1], t[i + 3]);
-  }
-  for (int c = 0; c < 4; ++c) {
-    const __m512i p = _mm512_shuffle_i32x4(u[c], u[4 + c], 0x44), q = _mm512_shuffle_i32x4(u[c], u[4 + c], 0xee);
-    const __m512i p2 = _mm512_shuffle_i32x4(u[8 + c], u[12 + c], 0x44),
-                  q2 = _mm512_shuffle_i32x4(u[8 + c], u[12 + c], 0xee);
-    r[c] = _mm512_shuffle_i32x4(p, p2, 0x88);
-    r[4 + c] = _mm512_shuffle_i32x4(p, p2, 0xdd);
-    r[8 + c] = _mm512_shuffle_i32x4(q, q2, 0x88);
-    r[12 + c] = _mm512_shuffle_i32x4(q, q2, 0xdd);
-  }
-}
 
 // Writes one fp32 result tile c[n][m] (16 x 16, row stride 16) as y[m][n] for the valid rows
 // m < rows of this block of x and the first `cols` weight rows.
@@ -292,28 +267,6 @@ AMX void matmul_amx(const uint16_t* xp, int64_t M, int64_t K, const uint16_t* w,
   _tile_release();
 }
 
-// Tile (mb, kb) holds, in its row r, the pairs x[16 mb + j][32 kb + 2 r .. + 1] for j < 16:
-// each of 16 rows of x is rounded to 32 bf16 values (16 pairs), and the 16 x 16 pairs transposed.
-AMX void pack(const float* x, int64_t M, int64_t K, uint16_t* xp) {
-  const int64_t mblocks = (M + 15) / 16;
-  for (int64_t mb = 0; mb < mblocks; ++mb)
-    for (int64_t k = 0; k < K; k += 32, xp += kTileElems) {
-      __m512i r[16];
-      for (int64_t j = 0; j < 16; ++j) {
-        const int64_t m = 16 * mb + j;
-        if (m >= M) {
-          r[j] = _mm512_setzero_si512();
-          continue;
-        }
-        const float* src = x + m * K + k;
-        const __m512bh v = _mm512_cvtne2ps_pbh(_mm512_loadu_ps(src + 16), _mm512_loadu_ps(src));
-        r[j] = reinterpret_cast<const __m512i&>(v);
-      }
-      transpose16(r);
-      for (int j = 0; j < 16; ++j) _mm512_storeu_si512(xp + 32 * j, r[j]);
-    }
-}
-
 }  // namespace
 
 bool amx_usable() {
@@ -326,10 +279,6 @@ bool amx_usable() {
   }();
   return usable;
 }
-
-int64_t amx_packed_size(int64_t M, int64_t K) { return (M + 15) / 16 * 16 * K; }
-
-void pack_x_amx(const float* x, int64_t M, int64_t K, uint16_t* xp) { pack(x, M, K, xp); }
 
 void matmul_wt_amx(const uint16_t* xp, int64_t M, int64_t K, const uint16_t* w, int64_t n0, int64_t n1, float* y,
                    int64_t ldy) {

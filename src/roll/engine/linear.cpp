@@ -24,8 +24,8 @@ int64_t linear_small_m_threshold(at::ScalarType weight_dtype, int64_t K) {
   if (forced >= 0) return forced;
   // Measured at the 0.5B shapes (bench_linear), each path against the one above it: on Zen 3
   // (AVX2) the streaming kernel beats widen + BLAS up to ~12 rows for bf16, and OpenBLAS beats it
-  // above ~8 rows for fp32; on Zen 4 the vdpbf16ps kernel beats ATen's native bf16 product up to
-  // ~32 rows; with AMX-BF16 (Intel Xeon) the tiles beat it from 2 rows on. On that Xeon (two
+  // above ~8 rows for fp32; on Zen 4 the vdpbf16ps streaming kernel beats the pair kernel up to
+  // ~32 rows (whole layer at 24 rows 0.77-0.83 of oneDNN against 0.61-0.67, even at 32); with AMX-BF16 (Intel Xeon) the tiles beat it from 2 rows on. On that Xeon (two
   // full 512-bit FMA units) the AVX-512 fp32 kernel beats OpenBLAS up to 64 rows (0.88-0.90 of
   // oneDNN at 64 against 0.75-0.76, 0.67 against 0.77 at 128); its cut on Zen 4 was not measured
   // above 8 rows, so other CPUs keep 8.
@@ -161,21 +161,42 @@ at::Tensor tiled_bf16(const at::Tensor& x, const at::Tensor& w) {
   return y;
 }
 
-// bf16 on AMX tiles (K a multiple of 32): x rounded to bf16 and packed once (blocks of 16 rows
-// in parallel), then tasks of whole 64-row groups of weights (the last one may end in a part).
-std::vector<at::Tensor> amx_bf16(const at::Tensor& x, const std::vector<at::Tensor>& ws) {
+// x rounded to bf16 and packed in pairs once (blocks of 16 rows in parallel) for the batch
+// kernels, which read it as it is laid out.
+const uint16_t* packed_pairs(const at::Tensor& x) {
   const int64_t M = x.size(0), K = x.size(1);
-  uint16_t* xp = scratch(static_cast<size_t>(kernels::amx_packed_size(M, K)));
+  uint16_t* xp = scratch(static_cast<size_t>(kernels::x_pairs_size(M, K)));
   const float* xs = x.data_ptr<float>();
   at::parallel_for(0, (M + 15) / 16, std::max<int64_t>(1, (64 << 10) / (16 * K)), [&](int64_t b0, int64_t b1) {
-    kernels::pack_x_amx(xs + 16 * b0 * K, std::min(M, 16 * b1) - 16 * b0, K, xp + 16 * b0 * K);
+    kernels::pack_x_pairs(xs + 16 * b0 * K, std::min(M, 16 * b1) - 16 * b0, K, xp + 16 * b0 * K);
   });
+  return xp;
+}
+
+// bf16 on AMX tiles (K a multiple of 32): tasks of whole 64-row groups of weights (the last one
+// may end in a part).
+std::vector<at::Tensor> amx_bf16(const at::Tensor& x, const std::vector<at::Tensor>& ws) {
+  const int64_t M = x.size(0), K = x.size(1);
+  const uint16_t* xp = packed_pairs(x);
   return over_row_groups(x, ws, 64, [&](int64_t n0, int64_t n1, const uint16_t* w, float* y, int64_t N) {
     kernels::matmul_wt_amx(xp, M, K, w, n0, n1, y, N);
   });
 }
 
-// Large-M bf16 where the CPU multiplies bf16 natively (AVX512-BF16 / AMX-BF16): ATen's bf16
+// bf16 on the vdpbf16ps pair kernel (AVX512-BF16, K a multiple of 32): tasks of whole groups of
+// the kernel's tile height for the first 64 rows of x (more, smaller tasks balance the threads
+// on short weights: k/v have 128 rows).
+std::vector<at::Tensor> pairs_bf16(const at::Tensor& x, const std::vector<at::Tensor>& ws) {
+  const int64_t M = x.size(0), K = x.size(1);
+  const uint16_t* xp = packed_pairs(x);
+  const int64_t tile_rows = kernels::dpbf16_pairs_tile_rows(M);
+  return over_row_groups(x, ws, tile_rows, [&](int64_t n0, int64_t n1, const uint16_t* w, float* y, int64_t N) {
+    kernels::matmul_wt_dpbf16_pairs(xp, M, K, w, n0, n1, y, N);
+  });
+}
+
+// Large-M bf16 where the CPU multiplies bf16 natively (AVX512-BF16 / AMX-BF16) and neither batch
+// kernel takes the product (K not a multiple of 32, or --bf16-products aten): ATen's bf16
 // product (oneDNN) on activations rounded to bf16 once, fp32 accumulation, the output rounded to
 // bf16 (what the layers of a bf16 model see in ROLL's vLLM). Measured at the 0.5B shapes on Zen 4,
 // 2 threads: 314 GFLOP/s at M = 512 against 162 for widened tiles, 221 against 105 at M = 64.
@@ -195,10 +216,18 @@ bool& linear_amx() {
   return on;
 }
 
+// Whether large-M native products where the CPU has AVX512-BF16 but no usable AMX tiles run on
+// the vdpbf16ps pair kernel rather than through ATen.
+static bool& linear_pairs() {
+  static bool on = core::cpu_features().avx512_bf16;
+  return on;
+}
+
 bool select_bf16_products(const std::string& mode) {
   if (mode != "native" && mode != "aten" && mode != "widened") return false;
   linear_native_bf16() = mode != "widened";
   linear_amx() = mode == "native" && kernels::amx_usable();
+  linear_pairs() = mode == "native" && core::cpu_features().avx512_bf16;
   return true;
 }
 
@@ -209,8 +238,11 @@ const char* linear_path(at::ScalarType weight_dtype) {
   if (linear_native_bf16() && linear_amx())
     return "bf16: vdpbf16ps streaming kernel for one row (activations rounded to bf16), AMX tiles from 2 rows (AMX-BF16)";
   if (linear_native_bf16())
-    return "bf16: vdpbf16ps streaming kernel for small M (activations rounded to bf16), native bf16 products above "
-           "(AVX512-BF16)";
+    return linear_pairs()
+               ? "bf16: vdpbf16ps streaming kernel for small M, vdpbf16ps over x packed in pairs above (activations "
+                 "rounded to bf16) (AVX512-BF16)"
+               : "bf16: vdpbf16ps streaming kernel for small M (activations rounded to bf16), ATen's bf16 products "
+                 "above (AVX512-BF16)";
   return core::cpu_features().native_bf16()
              ? "bf16: streaming kernel for small M, weight tiles widened to fp32 for BLAS above (native bf16 off)"
              : "bf16: streaming kernel for small M, weight tiles widened to fp32 for BLAS above (no native bf16 here)";
@@ -218,7 +250,7 @@ const char* linear_path(at::ScalarType weight_dtype) {
 
 namespace {
 
-enum class Path { kGemv, kStreaming, kDpbf16, kAmx, kNativeBf16, kTiledBf16, kBlas };
+enum class Path { kGemv, kStreaming, kDpbf16, kAmx, kPairs, kNativeBf16, kTiledBf16, kBlas };
 
 Path path_of(int64_t M, int64_t K, at::ScalarType dtype) {
   if (dtype == at::kFloat && M == 1) return Path::kGemv;
@@ -227,6 +259,7 @@ Path path_of(int64_t M, int64_t K, at::ScalarType dtype) {
                                                                                                : Path::kStreaming;
   if (dtype != at::kBFloat16) return Path::kBlas;
   if (linear_native_bf16() && linear_amx() && K % 32 == 0) return Path::kAmx;
+  if (linear_native_bf16() && linear_pairs() && K % 32 == 0) return Path::kPairs;
   return linear_native_bf16() ? Path::kNativeBf16 : Path::kTiledBf16;
 }
 
@@ -236,6 +269,7 @@ at::Tensor product(const at::Tensor& x, const at::Tensor& w) {
     case Path::kStreaming: return streaming(x, w);
     case Path::kDpbf16: return streaming_dpbf16(x, {w})[0];
     case Path::kAmx: return amx_bf16(x, {w})[0];
+    case Path::kPairs: return pairs_bf16(x, {w})[0];
     case Path::kNativeBf16: return native_bf16(x, w);
     case Path::kTiledBf16: return tiled_bf16(x, w);
     case Path::kBlas: break;
@@ -259,6 +293,7 @@ std::vector<at::Tensor> linear_shared_input(const at::Tensor& x, const std::vect
   const Path path = ws.empty() || !same_dtype ? Path::kBlas : path_of(x.size(0), x.size(1), ws.front().scalar_type());
   if (path == Path::kDpbf16) ys = streaming_dpbf16(x, ws);
   else if (path == Path::kAmx) ys = amx_bf16(x, ws);
+  else if (path == Path::kPairs) ys = pairs_bf16(x, ws);
   else
     for (const at::Tensor& w : ws) ys.push_back(product(x, w));
   for (size_t i = 0; i < ys.size() && i < bs.size(); ++i)

@@ -2,8 +2,9 @@
 // The engine's matrix product y = x w^T (+ b): fp32 activations against fp32 or bf16 weights,
 // fp32 out. Picks the path by the number of rows and the CPU: a weight-streaming kernel for
 // decode-sized batches (gemv at M = 1 for fp32), BLAS for large fp32 batches, and for large bf16
-// batches AMX tiles where the CPU has AMX-BF16 (inputs rounded to bf16, fp32 out), else ATen's
-// bf16 product where it has AVX512-BF16 (inputs and output rounded to bf16), else weight tiles
+// batches AMX tiles where the CPU has AMX-BF16 (inputs rounded to bf16, fp32 out), else a
+// vdpbf16ps kernel over x packed in pairs where it has AVX512-BF16 (inputs rounded to bf16, fp32
+// out; ATen's bf16 product where K is not a multiple of 32), else weight tiles
 // widened to fp32 in cache then multiplied by BLAS (ATen's bf16 GEMM without those instructions
 // is a scalar loop, ~100x slower).
 #include <ATen/core/Tensor.h>
@@ -34,9 +35,9 @@ bool& linear_native_bf16();
 // Whether those large-M native products run on AMX tiles (default: the CPU has AMX-BF16 and the
 // OS grants the tile state) rather than through ATen.
 bool& linear_amx();
-// Sets both from a bench's --bf16-products: "native" (the CPU's best: AMX tiles where usable),
-// "aten" (native, ATen's product instead of AMX tiles), "widened" (no native bf16). False for
-// any other word.
+// Sets both from a bench's --bf16-products: "native" (the CPU's best: AMX tiles where usable,
+// else the vdpbf16ps pair kernel), "aten" (native, ATen's product instead of either),
+// "widened" (no native bf16). False for any other word.
 bool select_bf16_products(const std::string& mode);
 // The path linear() takes for a weight dtype, in words (the engine logs it once; bench_engine prints it).
 const char* linear_path(at::ScalarType weight_dtype);
