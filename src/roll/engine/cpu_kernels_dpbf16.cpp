@@ -23,7 +23,9 @@ DPBF16 inline __m512 dp(__m512 acc, __m512i x, __m512i w) {
 // y[m * ldy + r] = x_m . w_r for MT rows of x (stride xs, zero-padded to a multiple of 32) and
 // R consecutive weight rows of length K. With `ahead` set, also prefetches the R rows at
 // w + ahead as it goes: four rows at once are four streams through memory, more than the
-// hardware prefetchers follow at full rate.
+// hardware prefetchers follow at full rate. The prefetches go to L2: into L1 they hold the few
+// L1 miss buffers the tile's own loads need (Zen 4, 8 rows: 0.71-0.73 of oneDNN per layer with
+// the L1 hint, 1.17-1.18 with L2's).
 template <int MT, int R>
 DPBF16 void tile(const uint16_t* x, int64_t xs, int64_t K, const uint16_t* w, float* y, int64_t ldy,
                  int64_t ahead) {
@@ -37,7 +39,7 @@ DPBF16 void tile(const uint16_t* x, int64_t xs, int64_t K, const uint16_t* w, fl
     __m512i wv[R];
     if (ahead)
 #pragma GCC unroll 4
-      for (int r = 0; r < R; ++r) _mm_prefetch(reinterpret_cast<const char*>(w + ahead + r * K + k), _MM_HINT_T0);
+      for (int r = 0; r < R; ++r) _mm_prefetch(reinterpret_cast<const char*>(w + ahead + r * K + k), _MM_HINT_T1);
 #pragma GCC unroll 4
     for (int r = 0; r < R; ++r) wv[r] = _mm512_loadu_si512(w + r * K + k);
 #pragma GCC unroll 6
