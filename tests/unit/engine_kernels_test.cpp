@@ -37,6 +37,33 @@ at::Tensor dense_attention(const at::Tensor& q, const at::Tensor& k, const at::T
   return at::matmul(at::softmax(s, -1), vv).transpose(0, 1).reshape({n, -1});
 }
 
+// One batch kernel (AMX tiles or the vdpbf16ps pair kernel) called directly on x packed in pairs,
+// against ATen's fp32 product of the same bf16-rounded inputs: fp32 sums of K = 2112 terms
+// |x w| <~ 10 in other orders, |y| <~ 100: sqrt(2112)*eps*100 ~ 5e-4 -> 2e-3.
+template <typename Kernel>
+void expect_batch_kernel_matches_aten(int64_t M, int64_t N, const Kernel& kernel) {
+  const int64_t K = 2112;
+  at::Tensor x = at::randn({M, K}).to(at::kBFloat16).to(at::kFloat), w = at::randn({N, K}).to(at::kBFloat16);
+  std::vector<uint16_t> xp(static_cast<size_t>(kernels::x_pairs_size(M, K)));
+  kernels::pack_x_pairs(x.data_ptr<float>(), M, K, xp.data());
+  at::Tensor y = at::full({M, N}, NAN);
+  kernel(xp.data(), M, K, reinterpret_cast<const uint16_t*>(w.data_ptr<at::BFloat16>()), 0, N, y.data_ptr<float>(), N);
+  EXPECT_LT(max_abs_diff(y, at::linear(x, w.to(at::kFloat))), 2e-3) << "M=" << M << " N=" << N;
+}
+
+// linear() on the CPU's native bf16 batch path with N = 150 and rows of x packed in parallel.
+void expect_native_batch_linear_matches_aten() {
+  const bool saved = roll::engine::linear_native_bf16();
+  roll::engine::linear_native_bf16() = true;
+  for (int64_t M : {40, 100}) {
+    at::Tensor x = at::randn({M, 96}), w = at::randn({150, 96}).to(at::kBFloat16);
+    at::Tensor ref = at::linear(x.to(at::kBFloat16).to(at::kFloat), w.to(at::kFloat));
+    // fp32 sums of 96 terms, |y| <~ 40: sqrt(96)*eps*40 ~ 5e-5 -> 1e-4.
+    EXPECT_LT(max_abs_diff(roll::engine::linear(x, w), ref), 1e-4) << "M=" << M;
+  }
+  roll::engine::linear_native_bf16() = saved;
+}
+
 }  // namespace
 
 TEST(EngineKernels, LinearMatchesAtenOnEveryPath) {
@@ -98,65 +125,26 @@ TEST(EngineKernels, Dpbf16KernelMatchesAtenOnLongRows) {
 
 // The AMX kernel's shapes, called directly: one block of x rows (four weight blocks at a time,
 // then what is left of N), and each weight block against up to 4 x blocks (M = 100: 4 + 3, the
-// last one part full; M = 260: 17 blocks, past the 14 that stay in L2 at once); N = 80 is whole blocks, N = 90 ends in a block of 10 rows. Then linear()
-// on AMX with N = 150 and rows of x packed in parallel. Against
-// ATen's fp32 product of the same bf16-rounded inputs: fp32 sums of 2112 terms |x w| <~ 10 in
-// other orders, |y| <~ 100: sqrt(2112)*eps*100 ~ 5e-4 -> 2e-3.
+// last one part full; M = 260: 17 blocks, past the 14 that stay in L2 at once); N = 80 is whole
+// blocks, N = 90 ends in a block of 10 rows. Then linear() on AMX.
 TEST(EngineKernels, AmxKernelMatchesAtenOnLongRows) {
   if (!kernels::amx_usable()) GTEST_SKIP() << "this CPU (or OS) gives no AMX-BF16 tiles";
   at::manual_seed(5);
   for (int64_t M : {1, 7, 16, 17, 40, 100, 260})
-    for (int64_t N : {80, 90}) {
-    const int64_t K = 2112;
-    at::Tensor x = at::randn({M, K}).to(at::kBFloat16).to(at::kFloat), w = at::randn({N, K}).to(at::kBFloat16);
-    std::vector<uint16_t> xp(static_cast<size_t>(kernels::x_pairs_size(M, K)));
-    kernels::pack_x_pairs(x.data_ptr<float>(), M, K, xp.data());
-    at::Tensor y = at::full({M, N}, NAN);
-    kernels::matmul_wt_amx(xp.data(), M, K, reinterpret_cast<const uint16_t*>(w.data_ptr<at::BFloat16>()), 0, N,
-                           y.data_ptr<float>(), N);
-    EXPECT_LT(max_abs_diff(y, at::linear(x, w.to(at::kFloat))), 2e-3) << "M=" << M << " N=" << N;
-  }
-  const bool saved = roll::engine::linear_native_bf16();
-  roll::engine::linear_native_bf16() = true;
-  for (int64_t M : {40, 100}) {
-    at::Tensor x = at::randn({M, 96}), w = at::randn({150, 96}).to(at::kBFloat16);
-    at::Tensor ref = at::linear(x.to(at::kBFloat16).to(at::kFloat), w.to(at::kFloat));
-    // fp32 sums of 96 terms, |y| <~ 40: sqrt(96)*eps*40 ~ 5e-5 -> 1e-4.
-    EXPECT_LT(max_abs_diff(roll::engine::linear(x, w), ref), 1e-4) << "M=" << M;
-  }
-  roll::engine::linear_native_bf16() = saved;
+    for (int64_t N : {80, 90}) expect_batch_kernel_matches_aten(M, N, kernels::matmul_wt_amx);
+  expect_native_batch_linear_matches_aten();
 }
 
 // The vdpbf16ps pair kernel's shapes, called directly: 1 to 4 blocks of 16 x rows at once (M = 7:
 // one part-full block; 40: three, the last part full; 100: a group of 4 then 3; 260: 17 blocks),
 // and the weight rows in tiles of 6 / 8 / 12 / 16 (by the blocks at once) with what is left of N
-// (37, 90) in a shorter tile. Then linear() on it with rows packed in parallel. Against ATen's
-// fp32 product of the same bf16-rounded inputs: fp32 sums of 2112 terms |x w| <~ 10 in other
-// orders, |y| <~ 100: sqrt(2112)*eps*100 ~ 5e-4 -> 2e-3.
+// (37, 90) in a shorter tile. Then linear() on it.
 TEST(EngineKernels, PairsKernelMatchesAtenOnLongRows) {
   if (!core::cpu_features().avx512_bf16) GTEST_SKIP() << "this CPU has no AVX512-BF16";
   at::manual_seed(7);
   for (int64_t M : {1, 7, 16, 40, 100, 260})
-    for (int64_t N : {37, 48, 90}) {
-      const int64_t K = 2112;
-      at::Tensor x = at::randn({M, K}).to(at::kBFloat16).to(at::kFloat), w = at::randn({N, K}).to(at::kBFloat16);
-      std::vector<uint16_t> xp(static_cast<size_t>(kernels::x_pairs_size(M, K)));
-      kernels::pack_x_pairs(x.data_ptr<float>(), M, K, xp.data());
-      at::Tensor y = at::full({M, N}, NAN);
-      kernels::matmul_wt_dpbf16_pairs(xp.data(), M, K, reinterpret_cast<const uint16_t*>(w.data_ptr<at::BFloat16>()),
-                                      0, N, y.data_ptr<float>(), N);
-      EXPECT_LT(max_abs_diff(y, at::linear(x, w.to(at::kFloat))), 2e-3) << "M=" << M << " N=" << N;
-    }
-  if (kernels::amx_usable()) return;  // linear() takes the AMX tiles there
-  const bool saved = roll::engine::linear_native_bf16();
-  roll::engine::linear_native_bf16() = true;
-  for (int64_t M : {40, 100}) {
-    at::Tensor x = at::randn({M, 96}), w = at::randn({150, 96}).to(at::kBFloat16);
-    at::Tensor ref = at::linear(x.to(at::kBFloat16).to(at::kFloat), w.to(at::kFloat));
-    // fp32 sums of 96 terms, |y| <~ 40: sqrt(96)*eps*40 ~ 5e-5 -> 1e-4.
-    EXPECT_LT(max_abs_diff(roll::engine::linear(x, w), ref), 1e-4) << "M=" << M;
-  }
-  roll::engine::linear_native_bf16() = saved;
+    for (int64_t N : {37, 48, 90}) expect_batch_kernel_matches_aten(M, N, kernels::matmul_wt_dpbf16_pairs);
+  if (!kernels::amx_usable()) expect_native_batch_linear_matches_aten();  // else linear() takes the AMX tiles
 }
 
 // Several weights on one input (the runner's q/k/v and gate/up) give what linear() gives for
