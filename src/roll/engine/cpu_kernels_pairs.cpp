@@ -21,8 +21,9 @@ namespace {
 
 // The weight rows one tile takes against MB vectors of x: R x MB accumulators, MB x vectors and
 // one broadcast weight pair fit in the 32 vector registers.
+constexpr int tile_rows_for(int64_t MB) { return MB >= 4 ? 6 : MB == 3 ? 8 : MB == 2 ? 12 : 16; }
 template <int MB>
-constexpr int kRows = MB == 4 ? 6 : MB == 3 ? 8 : MB == 2 ? 12 : 16;
+constexpr int kRows = tile_rows_for(MB);
 
 // y[m][n] for the 16 MB rows of x whose packed blocks start at xb (block stride 16 K) and R
 // consecutive weight rows from w; `valid` rows of x are real (the last block may be part full).
@@ -80,14 +81,7 @@ PAIRS void rows_against_blocks(const uint16_t* xb, int64_t K, const uint16_t* w,
 
 }  // namespace
 
-int64_t dpbf16_pairs_tile_rows(int64_t M) {
-  switch (std::min<int64_t>(4, (M + 15) / 16)) {
-    case 4: return kRows<4>;
-    case 3: return kRows<3>;
-    case 2: return kRows<2>;
-    default: return kRows<1>;
-  }
-}
+int64_t dpbf16_pairs_tile_rows(int64_t M) { return tile_rows_for((M + 15) / 16); }
 
 int64_t x_pairs_size(int64_t M, int64_t K) { return (M + 15) / 16 * 16 * K; }
 
@@ -95,7 +89,8 @@ void pack_x_pairs(const float* x, int64_t M, int64_t K, uint16_t* xp) {
   // Block b, pair p of the packed x: 16 rows' pairs in one vector (32 bf16) at xp + b 16 K + 32 p.
   const int64_t blocks = (M + 15) / 16;
   for (int64_t b = 0; b < blocks; ++b)
-    for (int64_t k = 0; k < K; k += 32, xp += 16 * 32) pack_pairs_16x32(x + 16 * b * K + k, std::min<int64_t>(16, M - 16 * b), K, xp);
+    for (int64_t k = 0; k < K; k += 32, xp += 16 * 32)
+      pack_pairs_16x32(x + 16 * b * K + k, std::min<int64_t>(16, M - 16 * b), K, xp);
 }
 
 void matmul_wt_dpbf16_pairs(const uint16_t* xp, int64_t M, int64_t K, const uint16_t* w_bf16, int64_t n0, int64_t n1,

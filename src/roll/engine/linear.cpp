@@ -25,7 +25,8 @@ int64_t linear_small_m_threshold(at::ScalarType weight_dtype, int64_t K) {
   // Measured at the 0.5B shapes (bench_linear), each path against the one above it: on Zen 3
   // (AVX2) the streaming kernel beats widen + BLAS up to ~12 rows for bf16, and OpenBLAS beats it
   // above ~8 rows for fp32; on Zen 4 the vdpbf16ps streaming kernel beats the pair kernel up to
-  // ~32 rows (whole layer at 24 rows 0.77-0.83 of oneDNN against 0.61-0.67, even at 32); with AMX-BF16 (Intel Xeon) the tiles beat it from 2 rows on. On that Xeon (two
+  // ~32 rows (whole layer at 24 rows 0.77-0.83 of oneDNN against 0.61-0.67, even at 32); with
+  // AMX-BF16 (Intel Xeon) the tiles beat it from 2 rows on. On that Xeon (two
   // full 512-bit FMA units) the AVX-512 fp32 kernel beats OpenBLAS up to 64 rows (0.88-0.90 of
   // oneDNN at 64 against 0.75-0.76, 0.67 against 0.77 at 128); its cut on Zen 4 was not measured
   // above 8 rows, so other CPUs keep 8.
