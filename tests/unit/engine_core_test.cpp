@@ -1,7 +1,8 @@
 // The inference engine on small random models with peaked logits:
 // greedy outputs equal greedy decoding with the plain model forward (no cache) under prefix
 // caching, chunked prefill and forced preemption; sampled log-probs equal the training forward's;
-// n samples share prompt blocks; weight updates never reuse stale blocks; bad requests fail alone.
+// n samples share prompt blocks; weight updates never reuse stale blocks; tokens carry the weight
+// version that sampled them; bad requests fail alone.
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
@@ -272,6 +273,59 @@ TEST(EngineCore, UpdateWeightsNeverReusesStalePrefixBlocks) {
   auto c_prompt = prompt;
   c_prompt.push_back(c[0]);
   EXPECT_EQ(std::vector<int32_t>(c.begin() + 1, c.end()), reference_greedy(*other, c_prompt, 5));
+}
+
+TEST(EngineCore, TokensCarryTheWeightVersionThatSampledThem) {
+  auto model = peaked_model();
+  EngineCore engine(model, small_engine());
+  EXPECT_EQ(engine.weight_version(), 0) << "the weights it was loaded with";
+  const auto prompt = random_tokens(9, 21);
+  const int64_t max_new = 10, before = 4;
+  engine.add_request(greedy_request("g", prompt, max_new));
+  GenerationRequest sampled = greedy_request("n", random_tokens(6, 22), max_new);
+  sampled.params.temperature = 1.0;
+  sampled.params.n = 3;
+  sampled.params.seed = 7;
+  engine.add_request(sampled);
+  for (int i = 0; i < before; ++i) engine.step();  // one token per sample per step
+  // The same weights under a new version: the running requests are preempted and recomputed, so
+  // their tokens are unchanged but the ones sampled from here on carry the new version.
+  model::NamedTensors same;
+  for (const auto& [name, t] : model->named_parameters()) same.emplace_back(name, t.clone());
+  engine.set_weight_version(3);
+  engine.update_weights(same);
+  EXPECT_EQ(engine.weight_version(), 3);
+  std::map<std::string, RequestOutput> outs;
+  for (int guard = 0; engine.has_unfinished() && guard < 1000; ++guard) {
+    engine.step();
+    for (auto& o : engine.outputs()) outs.emplace(o.request_id, std::move(o));
+  }
+  const std::vector<int64_t> expected{0, 0, 0, 0, 3, 3, 3, 3, 3, 3};
+  ASSERT_TRUE(outs.count("g") && outs.count("n"));
+  const SampleOutput& g = outs.at("g").samples[0];
+  EXPECT_EQ(g.token_ids, reference_greedy(*model, prompt, max_new));
+  EXPECT_EQ(g.weight_versions, expected);
+  EXPECT_EQ(g.logprobs.size(), g.weight_versions.size());
+  ASSERT_EQ(outs.at("n").samples.size(), 3u);
+  for (const SampleOutput& s : outs.at("n").samples) {
+    EXPECT_EQ(s.token_ids.size(), s.weight_versions.size());
+    EXPECT_EQ(s.weight_versions, expected) << "forked samples keep their stamps through the update";
+  }
+
+  // Between generate calls: every token of a later request carries the new version.
+  const auto later = engine.generate({greedy_request("later", prompt, 3)})[0].samples[0];
+  EXPECT_EQ(later.weight_versions, (std::vector<int64_t>{3, 3, 3}));
+
+  // A version change alone stamps the next token, and an abort's partial output keeps the stamps.
+  engine.add_request(greedy_request("cut", prompt, 20));
+  engine.step();
+  engine.step();
+  engine.set_weight_version(5);
+  engine.step();
+  const auto cut = engine.abort("cut");
+  ASSERT_TRUE(cut.has_value());
+  EXPECT_EQ(cut->samples[0].weight_versions, (std::vector<int64_t>{3, 3, 5}));
+  EXPECT_EQ(cut->samples[0].token_ids.size(), 3u);
 }
 
 TEST(EngineCore, BadRequestsFailAloneAndTheEngineKeepsServing) {

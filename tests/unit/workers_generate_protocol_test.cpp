@@ -36,9 +36,11 @@ RequestOutput full_output() {
   o.request_id = "train-7";
   o.prompt_token_ids = {1, 151644, 42, 0};
   o.cached_prompt_tokens = 3;
-  o.samples.push_back({{5, 6, 151645}, {-0.5f, -1.25f, -0.125f}, FinishReason::stop, "</answer>", "ab</answer>"});
-  o.samples.push_back({{7}, {-3.0f}, FinishReason::length, "", "c"});
-  o.samples.push_back({{}, {}, FinishReason::abort, "", ""});
+  // The first sample straddles a weight update; a version above int32's range must survive.
+  o.samples.push_back(
+      {{5, 6, 151645}, {-0.5f, -1.25f, -0.125f}, FinishReason::stop, "</answer>", "ab</answer>", {2, 3, 3}});
+  o.samples.push_back({{7}, {-3.0f}, FinishReason::length, "", "c", {(int64_t{1} << 40) + 1}});
+  o.samples.push_back({{}, {}, FinishReason::abort, "", "", {}});
   return o;
 }
 
@@ -94,13 +96,27 @@ TEST(WorkersGenerateProtocol, AnAnswerRoundTripsEveryField) {
   EXPECT_EQ(back.prompt_token_ids, o.prompt_token_ids);
   EXPECT_EQ(back.cached_prompt_tokens, o.cached_prompt_tokens);
   ASSERT_EQ(back.samples.size(), o.samples.size());
+  EXPECT_EQ(back.samples[0].weight_versions, (std::vector<int64_t>{2, 3, 3}));
+  EXPECT_EQ(back.samples[1].weight_versions, (std::vector<int64_t>{(int64_t{1} << 40) + 1}));
   for (size_t i = 0; i < o.samples.size(); ++i) {
     EXPECT_EQ(back.samples[i].token_ids, o.samples[i].token_ids) << i;
     EXPECT_EQ(back.samples[i].logprobs, o.samples[i].logprobs) << i;  // float -> decimal -> float is exact
+    EXPECT_EQ(back.samples[i].weight_versions, o.samples[i].weight_versions) << i;
     EXPECT_EQ(back.samples[i].finish_reason, o.samples[i].finish_reason) << i;
     EXPECT_EQ(back.samples[i].stop_reason, o.samples[i].stop_reason) << i;
     EXPECT_EQ(back.samples[i].text, o.samples[i].text) << i;
   }
+}
+
+TEST(WorkersGenerateProtocol, AnAnswerWithoutWeightVersionsDecodesToNone) {
+  json old = workers::output_to_json(full_output());
+  old.erase("output_weight_versions");  // what a peer from before the field sends
+  const RequestOutput back = workers::output_from_json(old);
+  ASSERT_EQ(back.samples.size(), 3u);
+  EXPECT_EQ(back.samples[0].token_ids, (std::vector<int32_t>{5, 6, 151645}));
+  for (const auto& s : back.samples) EXPECT_TRUE(s.weight_versions.empty());
+  old["output_weight_versions"] = nullptr;
+  EXPECT_TRUE(workers::output_from_json(old).samples[0].weight_versions.empty());
 }
 
 TEST(WorkersGenerateProtocol, AnAbortNamesItsRequest) {
@@ -133,6 +149,18 @@ TEST(WorkersGenerateProtocol, MalformedMessagesNameTheField) {
   json bad_ids = ok;
   bad_ids["output_token_ids"][0][0] = "x";
   EXPECT_NE(error_of(bad_ids).find("output_token_ids"), std::string::npos) << error_of(bad_ids);
+  json bad_versions = ok;
+  bad_versions["output_weight_versions"][0][1] = "v3";
+  EXPECT_NE(error_of(bad_versions).find("output_weight_versions"), std::string::npos) << error_of(bad_versions);
+  json flat_versions = ok;
+  flat_versions["output_weight_versions"] = 3;
+  EXPECT_NE(error_of(flat_versions).find("output_weight_versions"), std::string::npos) << error_of(flat_versions);
+  json few_versions = ok;
+  few_versions["output_weight_versions"].erase(0);
+  EXPECT_NE(error_of(few_versions).find("one per sample"), std::string::npos) << error_of(few_versions);
+  json short_versions = ok;
+  short_versions["output_weight_versions"][0].erase(0);
+  EXPECT_NE(error_of(short_versions).find("one per token"), std::string::npos) << error_of(short_versions);
 
   json req = workers::request_to_json(full_request());
   req["sampling_params"]["top_k"] = "many";

@@ -40,7 +40,7 @@ FinishReason finish_reason_from(const std::string& name, const std::string& what
 RequestOutput aborted_output(const std::string& request_id, int64_t n) {
   RequestOutput out;
   out.request_id = request_id;
-  for (int64_t i = 0; i < n; ++i) out.samples.push_back(SampleOutput{{}, {}, FinishReason::abort, "", ""});
+  for (int64_t i = 0; i < n; ++i) out.samples.push_back(SampleOutput{{}, {}, FinishReason::abort, "", "", {}});
   return out;
 }
 

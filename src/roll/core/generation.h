@@ -44,6 +44,10 @@ struct SampleOutput {
   FinishReason finish_reason = FinishReason::length;
   std::string stop_reason;         // the stop string that matched ("" otherwise)
   std::string text;                // decoded output (only with a detokenizer)
+  // One per generated token: the weight version that sampled it. A request preempted by a weight
+  // update keeps its older stamps, so the trainer can tell which tokens are off-policy. Last, so
+  // positional initialisers of the fields above stay valid; empty from peers that predate it.
+  std::vector<int64_t> weight_versions;
 };
 
 struct RequestOutput {

@@ -61,6 +61,7 @@ struct EngineCore::Impl {
   int64_t next_request = 0;
   SeqId next_seq = 0;
   bool asleep = false;
+  int64_t weight_version = 0;
 
   Impl(std::shared_ptr<model::Transformer> m, EngineConfig c)
       : model(std::move(m)), config(std::move(c)), runner(model) {
@@ -154,6 +155,7 @@ struct EngineCore::Impl {
     SampleOutput o;
     o.token_ids.assign(s.tokens.begin() + s.prompt_len, s.tokens.end());
     o.logprobs = s.logprobs;
+    o.weight_versions = s.weight_versions;
     o.finish_reason = reason;
     o.stop_reason = stop_string;
     o.text = output_text(s, st.request.params, stop_string, config.detokenize);
@@ -183,6 +185,7 @@ struct EngineCore::Impl {
   void append(Sequence* seq, RequestState& st, const SampledToken& t) {
     seq->tokens.push_back(t.token);
     seq->logprobs.push_back(t.logprob);
+    seq->weight_versions.push_back(weight_version);
     auto stop = check_stop(*seq, st.request.params, st.max_new_tokens, config.detokenize);
     if (!stop) return;
     scheduler->remove(seq);
@@ -335,7 +338,7 @@ struct EngineCore::Impl {
       st.done[seq->sample_index] = sample_output(*seq, st, FinishReason::abort, "");
     }
     for (auto& d : st.done)  // samples not forked yet: nothing generated
-      if (!d) d = SampleOutput{{}, {}, FinishReason::abort, "", ""};
+      if (!d) d = SampleOutput{{}, {}, FinishReason::abort, "", "", {}};
     RequestOutput out = request_output(st);
     ids.erase(it);
     requests.erase(key);
@@ -425,6 +428,10 @@ void EngineCore::update_weights(const model::NamedTensors& weights) {
   impl_->scheduler->preempt_all();
   impl_->kv->reset_prefix_cache();
 }
+
+void EngineCore::set_weight_version(int64_t version) { impl_->weight_version = version; }
+
+int64_t EngineCore::weight_version() const { return impl_->weight_version; }
 
 void EngineCore::sleep() {
   if (impl_->asleep) return;

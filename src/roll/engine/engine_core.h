@@ -60,6 +60,11 @@ class EngineCore {
   // K/V was computed with the old weights: the prefix cache is reset and running requests are
   // recomputed when stepping resumes.
   void update_weights(const model::NamedTensors& weights);
+  // The version every token sampled from now on is stamped with (SampleOutput::weight_versions).
+  // 0 until set: the weights the engine was loaded with. The caller that pushes weights sets it
+  // beside update_weights; tokens already generated keep the version they were sampled under.
+  void set_weight_version(int64_t version);
+  int64_t weight_version() const;
   // Releases the KV cache (ROLL's offload between rollouts); running requests are kept and
   // recomputed after wake().
   void sleep();

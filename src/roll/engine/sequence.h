@@ -18,6 +18,7 @@ struct Sequence {
   int64_t num_computed = 0;     // leading tokens whose K/V sits in the cache
   int64_t num_cached = 0;       // of which came from the prefix cache at the last admission
   std::vector<float> logprobs;  // one per generated token
+  std::vector<int64_t> weight_versions;  // one per generated token: the engine's version when sampled
 
   int64_t num_tokens() const { return static_cast<int64_t>(tokens.size()); }
   int64_t num_generated() const { return num_tokens() - prompt_len; }

@@ -93,18 +93,25 @@ nlohmann::json abort_to_json(const std::string& request_id) { return {{"rid", re
 std::string abort_from_json(const nlohmann::json& j) { return required<std::string>(j, "rid", "abort"); }
 
 nlohmann::json output_to_json(const RequestOutput& out) {
-  nlohmann::json ids = nlohmann::json::array(), lps = nlohmann::json::array(), reasons = nlohmann::json::array(),
-                 stops = nlohmann::json::array(), texts = nlohmann::json::array();
+  nlohmann::json ids = nlohmann::json::array(), lps = nlohmann::json::array(), vers = nlohmann::json::array(),
+                 reasons = nlohmann::json::array(), stops = nlohmann::json::array(), texts = nlohmann::json::array();
   for (const auto& s : out.samples) {
     ids.push_back(s.token_ids);
     lps.push_back(s.logprobs);
+    vers.push_back(s.weight_versions);
     reasons.push_back(roll::to_string(s.finish_reason));
     stops.push_back(s.stop_reason);
     texts.push_back(s.text);
   }
-  return {{"rid", out.request_id},      {"prompt_ids", out.prompt_token_ids}, {"output_token_ids", ids},
-          {"output_logprobs", lps},     {"finish_reasons", reasons},          {"stop_reasons", stops},
-          {"texts", texts},             {"cached_prompt_tokens", out.cached_prompt_tokens}};
+  return {{"rid", out.request_id},
+          {"prompt_ids", out.prompt_token_ids},
+          {"output_token_ids", ids},
+          {"output_logprobs", lps},
+          {"output_weight_versions", vers},
+          {"finish_reasons", reasons},
+          {"stop_reasons", stops},
+          {"texts", texts},
+          {"cached_prompt_tokens", out.cached_prompt_tokens}};
 }
 
 RequestOutput output_from_json(const nlohmann::json& j) {
@@ -119,15 +126,26 @@ RequestOutput output_from_json(const nlohmann::json& j) {
   std::vector<std::string> stops, texts;
   read(j, "stop_reasons", stops, where);
   read(j, "texts", texts, where);
+  std::vector<std::vector<int64_t>> vers;  // absent from older peers: every sample gets none
+  read(j, "output_weight_versions", vers, where);
   const size_t n = ids.size();
   if (lps.size() != n || reasons.size() != n || (!stops.empty() && stops.size() != n) ||
       (!texts.empty() && texts.size() != n))
     throw Error(fmt::format("{}: {} output_token_ids, {} output_logprobs, {} finish_reasons: one per sample", where,
                             n, lps.size(), reasons.size()));
+  if (!vers.empty() && vers.size() != n)
+    throw Error(fmt::format("{}: {} output_token_ids, {} output_weight_versions: one per sample", where, n,
+                            vers.size()));
   for (size_t i = 0; i < n; ++i) {
+    // Empty: a sample built without stamps. Otherwise a list that does not line up with the tokens
+    // would attribute tokens to the wrong weights.
+    if (!vers.empty() && !vers[i].empty() && vers[i].size() != ids[i].size())
+      throw Error(fmt::format("{}: sample {} has {} output_token_ids and {} output_weight_versions: one per token",
+                              where, i, ids[i].size(), vers[i].size()));
     SampleOutput s;
     s.token_ids = ids[i];
     s.logprobs = lps[i];
+    if (!vers.empty()) s.weight_versions = vers[i];
     s.finish_reason = finish_reason_from(reasons[i], where);
     if (!stops.empty()) s.stop_reason = stops[i];
     if (!texts.empty()) s.text = texts[i];

@@ -4,10 +4,12 @@
 //   generate_request {rid, input_ids, sampling_params{temperature, top_p, top_k, n, max_new_tokens,
 //                     repetition_penalty, seed, stop_token_ids, stop, include_stop_str_in_output},
 //                     affinity_key (to a router only)}
-//   -> {rid, prompt_ids, output_token_ids[n][], output_logprobs[n][], finish_reasons[n],
-//       stop_reasons[n], texts[n], cached_prompt_tokens}
+//   -> {rid, prompt_ids, output_token_ids[n][], output_logprobs[n][], output_weight_versions[n][],
+//       finish_reasons[n], stop_reasons[n], texts[n], cached_prompt_tokens}
 //   abort {rid}
-// "finished" <=> no finish reason equals "abort". Decoders throw roll::Error naming the field.
+// output_weight_versions holds, per token, the weight version that sampled it; an answer without
+// it (an older peer) decodes to empty vectors. "finished" <=> no finish reason equals "abort".
+// Decoders throw roll::Error naming the field.
 #include <string>
 
 #include <nlohmann/json.hpp>

@@ -199,6 +199,16 @@ void InferService::update_weights(const model::NamedTensors& weights) {
   impl_->run_on_engine([&] { impl_->engine->update_weights(weights); });
 }
 
+void InferService::set_weight_version(int64_t version) {
+  impl_->run_on_engine([&] { impl_->engine->set_weight_version(version); });
+}
+
+int64_t InferService::weight_version() {
+  int64_t v = 0;
+  impl_->run_on_engine([&] { v = impl_->engine->weight_version(); });
+  return v;
+}
+
 void InferService::sleep() {
   impl_->run_on_engine([&] { impl_->engine->sleep(); });
 }

@@ -47,6 +47,10 @@ class InferService {
   void resume();
   // Blocking: done on the engine thread between steps.
   void update_weights(const model::NamedTensors& weights);
+  // Blocking, on the engine thread like update_weights (EngineCore is single-threaded): tokens
+  // sampled after it returns carry `version` (EngineCore::set_weight_version).
+  void set_weight_version(int64_t version);
+  int64_t weight_version();
   void sleep();
   void wake();
   // A copy of the weights the engine computes with (for bit-exactness checks after a sync).
