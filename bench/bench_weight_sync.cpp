@@ -1,12 +1,21 @@
-// Train -> infer weight sync time (docs/design.md section 7), as JSON lines:
-//   broadcast  rank 0 sends a model's full weights to rank 1 over a Gloo "model update" group in
-//              buckets of --bucket-mb (workers/weight_sync.h), two processes of this binary;
-//   shm        rank 0 writes them as safetensors under /dev/shm and the receiver reads them back
-//              (the colocated path), in one process.
-// Per preset and dtype: bytes, seconds (median of --repeats), GB/s.
+// Train -> infer weight sync time (docs/design.md section 7, docs/runtime.md "Weight sync"), as JSON
+// lines. Two processes: rank 0 stands in for train rank 0 (a model's weights), rank 1 for an
+// infer worker (an EngineCore); a sync is timed from the sender's start to the engine holding the
+// new weights and its prefix cache reset, ready to generate (it then generates one token, untimed).
+//   shm        rank 0 rewrites the shared weights file in place (workers/shared_weights.h), rank 1
+//              copies it into the engine's weights: the one-node path.
+//   broadcast  the pipelined, bucketed Gloo broadcast received straight into the engine's weights
+//              (workers/weight_sync.h): the path across nodes.
+//   memcpy     the same bytes copied once in one process with the same threads: the bound the
+//              figures are read against (`of_memcpy` = memcpy seconds / sync seconds).
+// Per preset, dtype and path: bytes, median seconds of --repeats (after one untimed first sync,
+// which creates and populates the file), min, max, GB/s.
 //
-//   bench_weight_sync [--presets small,qwen2.5-0.5b-shape] [--dtypes fp32,bf16] [--bucket-mb 1024]
-//                     [--repeats 3] [--smoke]
+//   bench_weight_sync [--presets small,qwen2.5-0.5b-shape] [--dtypes fp32,bf16] [--paths shm,broadcast]
+//                     [--bucket-mb 1024] [--repeats 5] [--threads 2] [--smoke]
+//                     [--rank 0|1 --master HOST:PORT]
+// Without --rank, rank 1 is this binary again on 127.0.0.1. With --rank each side is started by
+// hand (two hosts, or two network namespaces: bench/weight_sync_netns.sh); shm needs one host.
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <fmt/format.h>
@@ -18,16 +27,21 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <iostream>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "roll/comm/process_group.h"
 #include "roll/comm/store.h"
+#include "roll/core/cpu_features.h"
+#include "roll/engine/engine_core.h"
 #include "roll/model/model_init.h"
 #include "roll/model/transformer.h"
+#include "roll/workers/shared_weights.h"
 #include "roll/workers/weight_sync.h"
 
 extern char** environ;
@@ -35,6 +49,7 @@ extern char** environ;
 namespace {
 
 using Clock = std::chrono::steady_clock;
+using roll::model::NamedTensors;
 
 std::vector<std::string> split(const std::string& s) {
   std::vector<std::string> out;
@@ -44,80 +59,175 @@ std::vector<std::string> split(const std::string& s) {
   return out;
 }
 
-roll::model::NamedTensors weights_of(const std::string& preset, at::ScalarType dtype) {
-  auto m = roll::model::Transformer::random(roll::model::preset_config(preset, "qwen2"), dtype, 1);
-  return m->named_parameters();
-}
+struct Options {
+  std::vector<std::string> presets{"small", "qwen2.5-0.5b-shape"};
+  std::vector<std::string> dtypes{"fp32", "bf16"};
+  std::vector<std::string> paths{"shm", "broadcast"};
+  int64_t bucket_mb = 1024;
+  int repeats = 5;
+  int threads = 2;
+  int rank = -1;  // -1: both, rank 1 spawned here
+  std::string host = "127.0.0.1";
+  uint16_t port = 0;
+};
 
-double median(std::vector<double> v) {
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+struct Summary {
+  double median, min, max;
+};
+Summary summarise(std::vector<double> v) {
   std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
+  return {v[v.size() / 2], v.front(), v.back()};
 }
 
-int64_t bytes_of(const roll::model::NamedTensors& w) {
+int64_t bytes_of(const NamedTensors& w) {
   int64_t b = 0;
   for (const auto& [n, t] : w) b += t.numel() * static_cast<int64_t>(t.element_size());
   return b;
 }
 
-struct Options {
-  std::vector<std::string> presets{"small", "qwen2.5-0.5b-shape"};
-  std::vector<std::string> dtypes{"fp32", "bf16"};
-  int64_t bucket_mb = 1024;
-  int repeats = 3;
-};
+// The bound: `bytes` copied once, in pieces spread over ATen's threads as the sync paths do.
+std::vector<double> time_memcpy(int64_t bytes, int repeats) {
+  at::Tensor a = at::ones({bytes}, at::kByte), b = at::zeros({bytes}, at::kByte);
+  constexpr int64_t piece = int64_t{4} << 20;
+  std::vector<double> out;
+  for (int r = -1; r < repeats; ++r) {  // r == -1: untimed, so that every page of both exists
+    const auto t0 = Clock::now();
+    at::parallel_for(0, (bytes + piece - 1) / piece, 1, [&](int64_t s, int64_t e) {
+      for (int64_t i = s; i < e; ++i)
+        std::memcpy(b.data_ptr<uint8_t>() + i * piece, a.data_ptr<uint8_t>() + i * piece,
+                    static_cast<size_t>(std::min(piece, bytes - i * piece)));
+    });
+    if (r >= 0) out.push_back(seconds_since(t0));
+  }
+  return out;
+}
 
-// Both ranks run this; rank 0 reports.
-void run_broadcast(int rank, uint16_t port, const Options& o) {
-  auto store = roll::comm::Store::tcp({"127.0.0.1", port, rank == 0, std::chrono::seconds(120)});
+std::shared_ptr<roll::model::Transformer> model_of(const std::string& preset, at::ScalarType dtype, uint64_t seed) {
+  return roll::model::Transformer::random(roll::model::preset_config(preset, "qwen2"), dtype, seed);
+}
+
+roll::engine::EngineConfig small_engine() {
+  roll::engine::EngineConfig c;
+  c.block_size = 16;
+  c.num_blocks = 8;
+  c.max_model_len = 64;
+  c.max_num_seqs = 4;
+  c.max_num_batched_tokens = 256;
+  return c;
+}
+
+// The sender's weights for sync number `v`: each sync changes every tensor, so a stale engine
+// would be visible to the check at the end.
+void perturb(NamedTensors& w, int64_t v) {
+  at::NoGradGuard g;
+  for (auto& [n, t] : w) t.view({-1}).narrow(0, 0, 1).fill_(static_cast<double>(v));
+}
+
+void print(const std::string& path, const std::string& preset, const std::string& dt, const Options& o,
+           int64_t bytes, const std::vector<double>& secs, double memcpy_s, const std::string& extra = "") {
+  const Summary s = summarise(secs);
+  std::cout << fmt::format(
+                   R"({{"bench":"weight_sync","path":"{}","preset":"{}","dtype":"{}","threads":{},"bucket_mb":{},"bytes":{},"seconds":{:.4f},"seconds_min":{:.4f},"seconds_max":{:.4f},"gb_per_s":{:.3f},"of_memcpy":{:.3f},"repeats":{},"cpu":"{}","flags":"{}"{}}})",
+                   path, preset, dt, o.threads, o.bucket_mb, bytes, s.median, s.min, s.max, bytes / s.median / 1e9,
+                   memcpy_s > 0 ? memcpy_s / s.median : 0.0, secs.size(), roll::core::cpu_features().model,
+                   roll::core::cpu_features().flags(), extra)
+            << std::endl;
+}
+
+// Both ranks run this with the same options; rank 0 prints.
+int run(int rank, const Options& o) {
+  at::set_num_threads(o.threads);
+  auto store = roll::comm::Store::tcp({o.host, o.port, rank == 0, std::chrono::seconds(120)});
   roll::comm::GroupOptions go;
   go.name = "model_update";
   auto group = roll::comm::ProcessGroup::create(store, rank, 2, go);
+  const std::string shm_file = fmt::format("/dev/shm/roll-bench-{}/weights", o.port);
+  int failures = 0;
   for (const auto& preset : o.presets)
     for (const auto& dt : o.dtypes) {
       const auto dtype = dt == "bf16" ? at::kBFloat16 : at::kFloat;
-      roll::model::NamedTensors w;
-      if (rank == 0) w = weights_of(preset, dtype);
-      std::vector<double> secs;
-      int64_t bytes = 0;
-      for (int i = 0; i < o.repeats; ++i) {
-        group->barrier();
-        const auto t0 = Clock::now();
-        roll::workers::SyncStats st;
-        roll::workers::broadcast_weights(*group, 0, rank == 0 ? &w : nullptr, o.bucket_mb << 20, &st);
-        group->barrier();
-        secs.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
-        bytes = st.bytes;
-      }
+      // Rank 0: the trainer's weights. Rank 1: an engine over another random model of the shape.
+      NamedTensors w;
+      std::shared_ptr<roll::model::Transformer> model = model_of(preset, dtype, rank == 0 ? 1 : 2);
+      std::unique_ptr<roll::engine::EngineCore> engine;
+      if (rank == 0) w = model->named_parameters();
+      else engine = std::make_unique<roll::engine::EngineCore>(model, small_engine());
+      const int64_t bytes = bytes_of(model->named_parameters());
+      double memcpy_s = 0;
       if (rank == 0) {
-        const double s = median(secs);
-        std::cout << fmt::format(
-                         R"({{"bench":"weight_sync","path":"broadcast","preset":"{}","dtype":"{}","bucket_mb":{},"bytes":{},"seconds":{:.4f},"gb_per_s":{:.3f},"repeats":{}}})",
-                         preset, dt, o.bucket_mb, bytes, s, bytes / s / 1e9, o.repeats)
-                  << std::endl;
+        const auto m = time_memcpy(bytes, o.repeats);
+        memcpy_s = summarise(m).median;
+        print("memcpy", preset, dt, o, bytes, m, memcpy_s);
+      }
+      int64_t version = 0;
+      for (const auto& path : o.paths) {
+        std::shared_ptr<roll::workers::SharedWeights> shared;
+        std::vector<double> secs;
+        for (int r = 0; r <= o.repeats; ++r) {  // r == 0: the first sync, untimed
+          ++version;
+          if (rank == 0) perturb(w, version);
+          group->barrier();
+          const auto t0 = Clock::now();
+          if (path == "shm") {
+            if (rank == 0) {
+              if (!shared) shared = roll::workers::SharedWeights::create(shm_file, w);
+              shared->write(w, version);
+            }
+            group->barrier();  // stands in for the driver's call to the infer worker
+            if (rank == 1) {
+              if (!shared) shared = roll::workers::SharedWeights::open(shm_file);
+              engine->update_weights(shared->views());
+              engine->set_weight_version(version);
+            }
+          } else if (rank == 0) {
+            roll::workers::broadcast_weights(*group, 0, &w, o.bucket_mb << 20);
+          } else {
+            engine->update_weights_in_place([&](const NamedTensors& own) {
+              std::map<std::string, at::Tensor> by_name(own.begin(), own.end());
+              roll::workers::receive_weights_into(
+                  *group, 0, [&](const std::string& name, at::ScalarType, const std::vector<int64_t>&) {
+                    return by_name.at(name);
+                  },
+                  o.bucket_mb << 20);
+            });
+            engine->set_weight_version(version);
+          }
+          group->barrier();
+          if (r > 0) secs.push_back(seconds_since(t0));
+        }
+        // Ready to generate, with the last weights: one greedy token, and the marker perturb()
+        // wrote into the first tensor checked.
+        at::Tensor ok = at::zeros({1}, at::kLong);
+        if (rank == 1) {
+          roll::GenerationRequest req;
+          req.request_id = "after-sync";
+          req.prompt_token_ids = {1, 2, 3, 4};
+          req.params.temperature = 0;
+          req.params.max_new_tokens = 1;
+          const auto out = engine->generate({req});
+          const at::Tensor first = model->named_parameters().front().second;
+          ok.fill_(out.at(0).samples.at(0).token_ids.size() == 1 &&
+                   first.view({-1})[0].item<double>() == static_cast<double>(version) &&
+                   engine->weight_version() == version);
+        }
+        group->broadcast(ok, 1);
+        if (rank == 0) {
+          if (ok.item<int64_t>() != 1) {
+            std::cerr << "bench_weight_sync: " << path << " " << preset << " " << dt
+                      << ": the engine did not hold the last weights\n";
+            ++failures;
+          }
+          print(path, preset, dt, o, bytes, secs, memcpy_s);
+        }
       }
     }
-}
-
-void run_shm(const Options& o) {
-  const std::string dir = fmt::format("/dev/shm/roll-bench-{}", getpid());
-  for (const auto& preset : o.presets)
-    for (const auto& dt : o.dtypes) {
-      auto w = weights_of(preset, dt == "bf16" ? at::kBFloat16 : at::kFloat);
-      std::vector<double> secs;
-      for (int i = 0; i < o.repeats; ++i) {
-        const auto t0 = Clock::now();
-        auto file = roll::workers::write_weights_file(dir, w);
-        auto back = roll::workers::read_weights_file(file);
-        secs.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
-      }
-      const double s = median(secs);
-      std::cout << fmt::format(
-                       R"({{"bench":"weight_sync","path":"shm","preset":"{}","dtype":"{}","bytes":{},"seconds":{:.4f},"gb_per_s":{:.3f},"repeats":{}}})",
-                       preset, dt, bytes_of(w), s, bytes_of(w) / s / 1e9, o.repeats)
-                << std::endl;
-    }
-  std::filesystem::remove_all(dir);
+  if (rank == 0) {
+    std::error_code ec;
+    std::filesystem::remove_all(std::filesystem::path(shm_file).parent_path(), ec);
+  }
+  return failures == 0 ? 0 : 1;
 }
 
 }  // namespace
@@ -129,21 +239,45 @@ int main(int argc, char** argv) {
     auto next = [&] { return i + 1 < argc ? std::string(argv[++i]) : std::string(); };
     if (a == "--presets") o.presets = split(next());
     else if (a == "--dtypes") o.dtypes = split(next());
+    else if (a == "--paths") o.paths = split(next());
     else if (a == "--bucket-mb") o.bucket_mb = std::stoll(next());
-    else if (a == "--repeats") o.repeats = std::stoi(next());
+    else if (a == "--repeats") o.repeats = std::max(1, std::stoi(next()));
+    else if (a == "--threads") o.threads = std::max(1, std::stoi(next()));
     else if (a == "--smoke") o.presets = {"tiny"}, o.dtypes = {"fp32"}, o.repeats = 1;
-    else if (a == "--child") {
-      run_broadcast(1, static_cast<uint16_t>(std::stoi(next())), o);
-      return 0;
+    else if (a == "--rank") o.rank = std::stoi(next());
+    else if (a == "--master") {
+      const std::string m = next();
+      const auto colon = m.rfind(':');
+      if (colon == std::string::npos) {
+        std::cerr << "bench_weight_sync: --master takes HOST:PORT\n";
+        return 2;
+      }
+      o.host = m.substr(0, colon);
+      o.port = static_cast<uint16_t>(std::stoi(m.substr(colon + 1)));
+    } else {
+      std::cerr << "bench_weight_sync: unknown argument " << a << "\n";
+      return 2;
     }
   }
-  at::set_num_threads(1);
-  // Rank 1 is this binary again (posix_spawn), with the same options.
-  const uint16_t port = static_cast<uint16_t>(29700 + getpid() % 1000);
+  for (const auto& p : o.paths)
+    if (p != "shm" && p != "broadcast") {
+      std::cerr << "bench_weight_sync: --paths takes shm and broadcast, got " << p << "\n";
+      return 2;
+    }
+  if (o.rank >= 0) {
+    if (o.port == 0) {
+      std::cerr << "bench_weight_sync: --rank needs --master HOST:PORT\n";
+      return 2;
+    }
+    return run(o.rank, o);
+  }
+  // Rank 1 is this binary again (posix_spawn) with the same options.
+  o.port = static_cast<uint16_t>(29700 + getpid() % 1000);
   std::vector<std::string> args;
   for (int i = 0; i < argc; ++i) args.push_back(argv[i]);
-  args.push_back("--child");
-  args.push_back(std::to_string(port));
+  for (const std::string& a : {std::string("--rank"), std::string("1"), std::string("--master"),
+                               fmt::format("{}:{}", o.host, o.port)})
+    args.push_back(a);
   std::vector<char*> cargv;
   for (auto& s : args) cargv.push_back(s.data());
   cargv.push_back(nullptr);
@@ -152,9 +286,8 @@ int main(int argc, char** argv) {
     std::cerr << "bench_weight_sync: cannot start the receiving rank\n";
     return 1;
   }
-  run_broadcast(0, port, o);
+  const int rc = run(0, o);
   int status = 0;
   waitpid(child, &status, 0);
-  run_shm(o);
-  return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 1;
+  return rc == 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 1;
 }

@@ -33,7 +33,7 @@ a_metrics="$(find . -path "*/a/*" -name metrics.jsonl | head -1)"
 [[ -f "$a_metrics" ]] || { echo "no metrics.jsonl for run A"; find . -name metrics.jsonl; exit 1; }
 test -f out/pipeline/checkpoint-2/pipeline/worker_state_pipeline.json
 test -f out/actor_train/checkpoint-2/manifest.json
-grep -q "model update: 1 infer rank(s) by broadcast, 0 by shared memory" a.log
+grep -q "model update: 0 infer rank(s) by broadcast, 1 by shared memory" a.log
 
 $py - "$a_metrics" <<'PY'
 import json, sys

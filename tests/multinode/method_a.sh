@@ -74,7 +74,7 @@ rc0=0 rc1=0
 wait $p0 || rc0=$?
 wait $p1 || rc1=$?
 [[ $rc0 == 0 && $rc1 == 0 ]] || { echo "A2: head rc=$rc0 worker node rc=$rc1"; show p2_0.log p2_1.log; exit 1; }
-grep -q "model update: 2 infer rank(s) by broadcast, 0 by shared memory" p2_0.log
+grep -q "model update: 1 infer rank(s) by broadcast, 1 by shared memory" p2_0.log
 grep -q "node 1: started worker actor_train-1-G0" p2_1.log
 grep -q "node 1: started worker actor_infer-1-G1" p2_1.log
 metrics="$(find . -path "*/p2/*" -name metrics.jsonl | head -1)"

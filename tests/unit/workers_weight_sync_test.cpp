@@ -1,6 +1,7 @@
 // Train -> infer weight sync through real processes: a sender worker (standing in for train rank 0)
-// broadcasts perturbed weights to 2 actor_infer ranks in small buckets, and writes them to shared
-// memory for the colocated path; the infer side's tensors must equal the sender's bit for bit.
+// broadcasts perturbed weights to 2 actor_infer ranks in small buckets, and writes them to the
+// shared-memory file of the same-node path; the infer side's tensors must equal the sender's bit for
+// bit, and its greedy generations those of an engine loaded from the sender's weights on disk.
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
@@ -13,6 +14,7 @@
 #include "roll/runtime/role.h"
 #include "roll/runtime/rpc_server.h"
 #include "roll/runtime/runtime.h"
+#include "roll/workers/shared_weights.h"
 #include "roll/workers/weight_sync.h"
 #include "unit/multiprocess.h"
 
@@ -47,7 +49,14 @@ class WeightSenderRole : public runtime::Role {
       return Payload(json{{"buckets", st.buckets}, {"bytes", st.bytes}});
     });
     s.on_call("write_shm", [this](Payload p) {
-      return Payload(json{{"file", write_weights_file(p.args.at("dir").get<std::string>(), weights_)}});
+      const std::string file = p.args.at("file").get<std::string>();
+      if (!shared_) shared_ = SharedWeights::create(file, weights_);
+      shared_->write(weights_, p.args.at("version").get<int64_t>());
+      return Payload(json{{"file", file}});
+    });
+    s.on_call("save_dir", [this](Payload p) {
+      model::write_safetensors_dir(p.args.at("dir").get<std::string>(), weights_, uint64_t{1} << 30);
+      return Payload();
     });
     s.on_call("weights_digest", [this](Payload) { return Payload(weights_digest(weights_)); });
   }
@@ -56,6 +65,7 @@ class WeightSenderRole : public runtime::Role {
   runtime::WorkerContext& ctx_;
   model::NamedTensors weights_;
   std::shared_ptr<comm::ProcessGroup> group_;
+  std::shared_ptr<SharedWeights> shared_;
 };
 
 const bool registered = [] {
@@ -125,9 +135,32 @@ void check_sync(const std::string& dtype) {
   infer.call_rank(0, "load_weights", Payload(json{{"dir", mo.out_dir}})).get();
   EXPECT_EQ(infer.call_rank(0, "weights_digest").get().args, before);
   const std::string shm = "/dev/shm/roll-test-" + std::to_string(getpid()) + "-" + dtype;
-  std::string file = sender.call("write_shm", Dispatch::one_to_all_one, Payload(json{{"dir", shm}})).get().args["file"];
-  infer.call_rank(0, "load_weights_file", Payload(json{{"file", file}})).get();
+  const std::string file =
+      sender.call("write_shm", Dispatch::one_to_all_one, Payload(json{{"file", shm + "/weights"}, {"version", 5}}))
+          .get()
+          .args["file"];
+  // A version other than the one published is refused, and leaves the engine's weights alone.
+  EXPECT_THROW(infer.call_rank(0, "load_shared_weights", Payload(json{{"file", file}, {"version", 6}})).get(),
+               std::exception);
+  EXPECT_EQ(infer.call_rank(0, "weights_digest").get().args, before);
+  json loaded = infer.call_rank(0, "load_shared_weights", Payload(json{{"file", file}, {"version", 5}})).get().args;
+  EXPECT_GT(loaded["bytes"].get<int64_t>(), 0);
   EXPECT_EQ(infer.call_rank(0, "weights_digest").get().args, want);
+
+  // Greedy generations after the sync equal those of an engine loaded from the same weights on disk.
+  const std::string saved = dir + "/saved";
+  sender.call("save_dir", Dispatch::one_to_all_one, Payload(json{{"dir", saved}})).get();
+  infer.call_rank(1, "load_weights", Payload(json{{"dir", saved}})).get();
+  EXPECT_EQ(infer.call_rank(1, "weights_digest").get().args, want);
+  json greedy = {{"rid", "greedy"}, {"input_ids", {21, 22, 23, 24, 25, 26, 27, 28}},
+                 {"sampling_params", {{"temperature", 0.0}, {"max_new_tokens", 16}, {"stop_token_ids", json::array()}}}};
+  const json synced = infer.call_rank(0, "generate_request", Payload(greedy)).get().args;
+  greedy["rid"] = "greedy-disk";
+  const json from_disk = infer.call_rank(1, "generate_request", Payload(greedy)).get().args;
+  EXPECT_EQ(synced["output_token_ids"], from_disk["output_token_ids"]);
+  EXPECT_EQ(synced["output_token_ids"][0].size(), 16u);
+  // Each token carries the version of the weights that sampled it.
+  EXPECT_EQ(synced["output_weight_versions"][0], json(std::vector<int64_t>(16, 5)));
   std::filesystem::remove_all(shm);
 }
 

@@ -120,12 +120,17 @@ Work ProcessGroup::all_reduce_async(const at::Tensor& t, ReduceOp op) {
 }
 
 void ProcessGroup::broadcast(at::Tensor& t, int root) {
+  Work w = broadcast_async(t, root);
+  if (w.valid()) w.wait();
+}
+
+Work ProcessGroup::broadcast_async(at::Tensor& t, int root) {
   if (!t.is_contiguous()) throw Error("broadcast: the tensor must be contiguous");
-  if (t.numel() == 0 || size_ == 1) return;
+  if (t.numel() == 0 || size_ == 1) return Work();
   std::vector<at::Tensor> v{backend_moves(backend_, t.scalar_type()) ? t : byte_view(t)};
   ::c10d::BroadcastOptions opts;
   opts.rootRank = root;
-  make_work(impl_->backend->broadcast(v, opts), "broadcast").wait();
+  return make_work(impl_->backend->broadcast(v, opts), "broadcast");
 }
 
 void ProcessGroup::all_gather(const at::Tensor& in, at::Tensor& out) { all_gather_async(in, out).wait(); }

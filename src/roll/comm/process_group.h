@@ -57,6 +57,9 @@ class ProcessGroup {
   Work all_reduce_async(const at::Tensor& t, ReduceOp op = ReduceOp::sum);
   // `t` from `root` to everyone, any dtype (bf16 as bytes on Gloo).
   void broadcast(at::Tensor& t, int root);
+  // The same in flight; an invalid Work when there is nothing to send. `t` must stay untouched
+  // until wait() returns.
+  Work broadcast_async(at::Tensor& t, int root);
   // out (contiguous, world_size * in.numel() elements, same dtype) = the ranks' `in`, in rank order.
   void all_gather(const at::Tensor& in, at::Tensor& out);
   Work all_gather_async(const at::Tensor& in, at::Tensor& out);

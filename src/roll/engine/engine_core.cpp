@@ -424,7 +424,14 @@ std::vector<RequestOutput> EngineCore::generate(std::vector<GenerationRequest> r
 }
 
 void EngineCore::update_weights(const model::NamedTensors& weights) {
-  impl_->model->load_weights(weights);
+  update_weights_in_place([&](const model::NamedTensors&) { impl_->model->load_weights(weights); });
+}
+
+void EngineCore::update_weights_in_place(const std::function<void(const model::NamedTensors& own)>& fill) {
+  {
+    at::NoGradGuard no_grad;
+    fill(impl_->model->named_parameters());
+  }
   impl_->scheduler->preempt_all();
   impl_->kv->reset_prefix_cache();
 }

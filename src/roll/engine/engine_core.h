@@ -8,6 +8,7 @@
 //   while (engine.has_unfinished()) engine.step();
 //   for (auto& out : engine.outputs()) ...
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -60,6 +61,9 @@ class EngineCore {
   // K/V was computed with the old weights: the prefix cache is reset and running requests are
   // recomputed when stepping resumes.
   void update_weights(const model::NamedTensors& weights);
+  // The same, with the new weights written straight into the engine's own tensors: `fill` gets
+  // them (the model's parameters, by name) and overwrites them, e.g. from a broadcast as it arrives.
+  void update_weights_in_place(const std::function<void(const model::NamedTensors& own)>& fill);
   // The version every token sampled from now on is stamped with (SampleOutput::weight_versions).
   // 0 until set: the weights the engine was loaded with. The caller that pushes weights sets it
   // beside update_weights; tokens already generated keep the version they were sampled under.

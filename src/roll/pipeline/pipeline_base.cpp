@@ -36,6 +36,11 @@ PipelineBase::PipelineBase(config::LoadedConfig loaded, config::LoadRequest requ
 
 PipelineBase::~PipelineBase() {
   if (runtime_) runtime_->shutdown();
+  // Train rank 0 unlinks its shared weights file when it exits; a killed one leaves it behind.
+  if (!shm_dir_.empty()) {
+    std::error_code ec;
+    std::filesystem::remove_all(shm_dir_, ec);
+  }
 }
 
 runtime::Cluster* PipelineBase::find_cluster(const std::string& name) {
@@ -95,17 +100,15 @@ void PipelineBase::setup_model_update() {
   auto* train = find_cluster("actor_train");
   auto* infer = find_cluster("actor_infer");
   if (!train || !infer) return;
-  // Colocated: an infer rank sharing a device with any train rank on train rank 0's node reads
-  // the weights rank 0 writes to that node's /dev/shm; every other infer rank takes the broadcast.
+  // An infer rank on train rank 0's node maps the weights file rank 0 rewrites in that node's
+  // /dev/shm (shared_weights.h); an infer rank on another node takes the bucketed broadcast.
   const int node0 = train->spec().placement.workers.at(0).node;
-  std::vector<int> train_devices;
-  for (const auto& w : train->spec().placement.workers)
-    if (w.node == node0) train_devices.insert(train_devices.end(), w.devices.begin(), w.devices.end());
-  for (int r = 0; r < infer->world_size(); ++r) {
-    const auto& w = infer->spec().placement.workers.at(r);
-    bool overlap = false;
-    for (int d : w.devices) overlap = overlap || std::find(train_devices.begin(), train_devices.end(), d) != train_devices.end();
-    (w.node == node0 && overlap ? shm_ranks_ : broadcast_ranks_).push_back(r);
+  for (int r = 0; r < infer->world_size(); ++r)
+    (infer->spec().placement.workers.at(r).node == node0 ? shm_ranks_ : broadcast_ranks_).push_back(r);
+  if (!shm_ranks_.empty()) {
+    std::string exp = config().exp_name.value_or("roll");
+    std::replace(exp.begin(), exp.end(), '/', '_');
+    shm_dir_ = fmt::format("/dev/shm/roll-{}-{}", getpid(), exp);
   }
   if (!broadcast_ranks_.empty()) {
     const int world = 1 + static_cast<int>(broadcast_ranks_.size());
@@ -136,15 +139,16 @@ Metrics PipelineBase::model_update(int64_t step) {
   if (!model_update_ready_) setup_model_update();
   const auto t0 = std::chrono::steady_clock::now();
   const int64_t bucket = config().model_update_buffer_size_mb * (int64_t{1} << 20);
-  nlohmann::json args = {{"bucket_bytes", bucket}};
+  // The weight version is the step whose rollout these weights serve: they carry `step` train steps.
+  nlohmann::json args = {{"bucket_bytes", bucket}, {"version", step}};
   if (!broadcast_ranks_.empty()) args["group"] = "model_update";
-  if (!shm_ranks_.empty())
-    args["shm_dir"] = fmt::format("/dev/shm/roll-{}-{}/model_update", getpid(), config().exp_name.value_or("roll"));
+  if (!shm_ranks_.empty()) args["shm_file"] = shm_dir_ + "/weights";
   auto send = train->call(workers::rpc::kBroadcastWeights, runtime::Dispatch::one_to_all, runtime::Payload(args));
   std::vector<std::future<runtime::Payload>> recv;
   for (int r : broadcast_ranks_)
-    recv.push_back(infer->call_rank(r, workers::rpc::kReceiveWeights,
-                                    runtime::Payload(nlohmann::json{{"group", "model_update"}, {"bucket_bytes", bucket}})));
+    recv.push_back(infer->call_rank(
+        r, workers::rpc::kReceiveWeights,
+        runtime::Payload(nlohmann::json{{"group", "model_update"}, {"bucket_bytes", bucket}, {"version", step}})));
   auto sent = send.get_all();
   const std::string receive_what = fmt::format("actor_infer.{}", workers::rpc::kReceiveWeights);
   for (auto& f : recv) runtime::wait_result(f, rpc_timeout(), receive_what);
@@ -152,9 +156,9 @@ Metrics PipelineBase::model_update(int64_t step) {
     const std::string file = sent.at(0).args.at("file").get<std::string>();
     std::vector<std::future<runtime::Payload>> loads;
     for (int r : shm_ranks_)
-      loads.push_back(
-          infer->call_rank(r, workers::rpc::kLoadWeightsFile, runtime::Payload(nlohmann::json{{"file", file}})));
-    const std::string load_what = fmt::format("actor_infer.{}", workers::rpc::kLoadWeightsFile);
+      loads.push_back(infer->call_rank(r, workers::rpc::kLoadSharedWeights,
+                                       runtime::Payload(nlohmann::json{{"file", file}, {"version", step}})));
+    const std::string load_what = fmt::format("actor_infer.{}", workers::rpc::kLoadSharedWeights);
     for (auto& f : loads) runtime::wait_result(f, rpc_timeout(), load_what);
   }
   m["time/actor_train/model_update/total"] = seconds_since(t0);

@@ -13,6 +13,7 @@
 #include "roll/workers/actor_trainer.h"
 #include "roll/workers/register_roles.h"
 #include "roll/workers/role_config.h"
+#include "roll/workers/shared_weights.h"
 #include "roll/workers/trainer_binding.h"
 #include "roll/workers/weight_sync.h"
 
@@ -53,7 +54,12 @@ class ActorTrainRole : public runtime::Role {
           out["bytes"] = st.bytes;
           out["buckets"] = st.buckets;
         }
-        if (p.args.contains("shm_dir")) out["file"] = write_weights_file(p.args["shm_dir"].get<std::string>(), full);
+        if (p.args.contains("shm_file")) {
+          const std::string file = p.args["shm_file"].get<std::string>();
+          if (!shared_ || shared_->path() != file || !shared_->matches(full)) shared_ = SharedWeights::create(file, full);
+          shared_->write(full, p.args.at("version").get<int64_t>());
+          out["file"] = file;
+        }
       }
       out["seconds"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       return Payload(out);
@@ -65,6 +71,7 @@ class ActorTrainRole : public runtime::Role {
   runtime::WorkerContext& ctx_;
   ActorTrainer actor_;
   std::shared_ptr<comm::ProcessGroup> update_group_;
+  std::shared_ptr<SharedWeights> shared_;  // rank 0's shared-memory copy of the weights, kept between updates
 };
 
 }  // namespace

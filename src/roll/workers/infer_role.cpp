@@ -2,6 +2,8 @@
 // generate_request service (docs/design.md section 3). The methods and their payloads are in
 // rpc_methods.h: generate_request, abort, suspend and resume run inline on the socket thread, the
 // rest (engine control, weight sync) serially.
+#include <fmt/format.h>
+
 #include <chrono>
 #include <filesystem>
 #include <map>
@@ -21,6 +23,7 @@
 #include "roll/workers/register_roles.h"
 #include "roll/workers/role_config.h"
 #include "roll/workers/rpc_methods.h"
+#include "roll/workers/shared_weights.h"
 #include "roll/workers/weight_sync.h"
 
 namespace roll::workers {
@@ -76,7 +79,7 @@ class InferRole : public runtime::Role {
                                     {"sleeping", st.sleeping}});
     });
     // Weight sync (weight_sync.h). setup_model_update joins the process group the sender
-    // creates with it; receive_weights takes one broadcast; load_weights_file the shm path.
+    // creates with it; receive_weights takes one broadcast; load_shared_weights the shm path.
     s.on_call(rpc::kSetupModelUpdate, [this](Payload p) {
       groups_[p.args.at("group").get<std::string>()] =
           join_model_update_group(ctx_.store, p.args, p.args.at("rank").get<int>());
@@ -86,17 +89,42 @@ class InferRole : public runtime::Role {
       const std::string name = p.args.at("group").get<std::string>();
       auto it = groups_.find(name);
       if (it == groups_.end()) throw Error("receive_weights: no model update group '" + name + "' (setup_model_update first)");
+      // Straight into the engine's own tensors, each chunk unpacked while the next arrives.
       SyncStats st;
-      model::NamedTensors w = broadcast_weights(*it->second, 0, nullptr, p.args.at("bucket_bytes").get<int64_t>(), &st);
-      const auto t0 = std::chrono::steady_clock::now();
-      service_->update_weights(w);
-      double apply_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      return Payload(nlohmann::json{{"tensors", st.tensors}, {"bytes", st.bytes}, {"buckets", st.buckets},
-                                    {"receive_s", st.seconds}, {"apply_s", apply_s}});
+      service_->update_weights_in_place([&](const model::NamedTensors& own) {
+        std::map<std::string, at::Tensor> by_name(own.begin(), own.end());
+        receive_weights_into(
+            *it->second, 0,
+            [&](const std::string& tensor, at::ScalarType, const std::vector<int64_t>&) {
+              auto found = by_name.find(tensor);
+              if (found == by_name.end())
+                throw Error(fmt::format("receive_weights: the engine has no tensor '{}'", tensor));
+              return found->second;
+            },
+            p.args.at("bucket_bytes").get<int64_t>(), &st);
+      });
+      service_->set_weight_version(p.args.value("version", int64_t{0}));
+      return Payload(nlohmann::json{
+          {"tensors", st.tensors}, {"bytes", st.bytes}, {"buckets", st.buckets}, {"receive_s", st.seconds}});
     });
-    s.on_call(rpc::kLoadWeightsFile, [this](Payload p) {
-      service_->update_weights(read_weights_file(p.args.at("file").get<std::string>()));
-      return Payload();
+    s.on_call(rpc::kLoadSharedWeights, [this](Payload p) {
+      const auto t0 = std::chrono::steady_clock::now();
+      const std::string file = p.args.at("file").get<std::string>();
+      const int64_t version = p.args.at("version").get<int64_t>();
+      if (!shared_ || shared_->path() != file || !shared_->is_current()) shared_ = SharedWeights::open(file);
+      // The sender finished writing before the driver called us; a version other than the one
+      // announced means another writer, and weights copied under it could be torn.
+      auto check = [&](const char* when) {
+        if (shared_->version() != version)
+          throw Error(fmt::format("{}: {} holds weight version {} {} the copy, expected {}", rpc::kLoadSharedWeights,
+                                  file, shared_->version(), when, version));
+      };
+      check("before");
+      service_->update_weights(shared_->views());
+      check("after");
+      service_->set_weight_version(version);
+      return Payload(nlohmann::json{{"bytes", shared_->data_bytes()},
+                                    {"apply_s", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()}});
     });
     s.on_call(rpc::kWeightsDigest, [this](Payload) { return Payload(weights_digest(service_->weights_snapshot())); });
     s.on_call(rpc::kLoadWeights, [this](Payload p) {
@@ -113,6 +141,7 @@ class InferRole : public runtime::Role {
   runtime::WorkerContext& ctx_;
   std::unique_ptr<InferService> service_;
   std::map<std::string, std::shared_ptr<comm::ProcessGroup>> groups_;
+  std::shared_ptr<SharedWeights> shared_;  // the sender's shared-memory file, mapped once
 };
 
 }  // namespace

@@ -199,6 +199,10 @@ void InferService::update_weights(const model::NamedTensors& weights) {
   impl_->run_on_engine([&] { impl_->engine->update_weights(weights); });
 }
 
+void InferService::update_weights_in_place(const std::function<void(const model::NamedTensors& own)>& fill) {
+  impl_->run_on_engine([&] { impl_->engine->update_weights_in_place(fill); });
+}
+
 void InferService::set_weight_version(int64_t version) {
   impl_->run_on_engine([&] { impl_->engine->set_weight_version(version); });
 }

@@ -32,13 +32,14 @@ inline constexpr char kValStep[] = "val_step";
 // Both sides. {group, rank, world_size} -> nothing: joins the model-update process group
 // (actor_train: only rank 0 joins, as rank 0).
 inline constexpr char kSetupModelUpdate[] = "setup_model_update";
-// actor_train, ONE_TO_ALL (every rank gathers, rank 0 sends). {bucket_bytes, group?, shm_dir?}
-// -> rank 0: {seconds, bytes?, buckets? (group), file? (shm_dir: the safetensors file written)}.
+// actor_train, ONE_TO_ALL (every rank gathers, rank 0 sends). {bucket_bytes, version, group?, shm_file?}
+// -> rank 0: {seconds, bytes?, buckets? (group), file? (shm_file, rewritten in place: shared_weights.h)}.
 inline constexpr char kBroadcastWeights[] = "broadcast_weights";
-// actor_infer. {group, bucket_bytes} -> {tensors, bytes, buckets, receive_s, apply_s}.
+// actor_infer. {group, bucket_bytes, version} -> {tensors, bytes, buckets, receive_s}: received straight
+// into the engine's weights.
 inline constexpr char kReceiveWeights[] = "receive_weights";
-// actor_infer. {file} (the file broadcast_weights wrote under shm_dir) -> nothing.
-inline constexpr char kLoadWeightsFile[] = "load_weights_file";
+// actor_infer. {file, version} (the shared weights file broadcast_weights wrote) -> {bytes, apply_s}.
+inline constexpr char kLoadSharedWeights[] = "load_shared_weights";
 // actor_infer. nothing -> weights_digest() of the engine's weights (weight_sync.h).
 inline constexpr char kWeightsDigest[] = "weights_digest";
 // actor_infer. {dir} (a safetensors model directory) -> nothing.

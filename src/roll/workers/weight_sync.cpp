@@ -1,11 +1,10 @@
 #include "roll/workers/weight_sync.h"
 
 #include <ATen/ATen.h>
+#include <ATen/Parallel.h>
 #include <fmt/format.h>
-#include <unistd.h>
 
 #include <chrono>
-#include <filesystem>
 
 #include "roll/comm/process_group.h"
 #include "roll/core/error.h"
@@ -42,23 +41,6 @@ std::vector<TensorMeta> meta_from_json(const nlohmann::json& j) {
   return out;
 }
 
-// Buckets as [first, last) tensor index ranges of at most `limit` bytes (a larger tensor alone).
-std::vector<std::pair<size_t, size_t>> plan_buckets(const std::vector<TensorMeta>& metas, int64_t limit) {
-  std::vector<std::pair<size_t, size_t>> out;
-  size_t first = 0;
-  int64_t bytes = 0;
-  for (size_t i = 0; i < metas.size(); ++i) {
-    if (i > first && bytes + metas[i].nbytes > limit) {
-      out.emplace_back(first, i);
-      first = i;
-      bytes = 0;
-    }
-    bytes += metas[i].nbytes;
-  }
-  if (first < metas.size()) out.emplace_back(first, metas.size());
-  return out;
-}
-
 at::Tensor bytes_of(const std::string& s) {
   auto t = at::empty({static_cast<int64_t>(s.size())}, at::kByte);
   std::memcpy(t.data_ptr(), s.data(), s.size());
@@ -75,70 +57,153 @@ std::shared_ptr<comm::ProcessGroup> join_model_update_group(const std::shared_pt
   return comm::ProcessGroup::create(store, rank, args.at("world_size").get<int>(), go);
 }
 
+namespace {
+
+// The metadata both sides agree on first: its length, then its JSON bytes, from `root`.
+std::vector<TensorMeta> broadcast_meta(comm::ProcessGroup& group, int root, const model::NamedTensors* weights) {
+  const bool sending = group.rank() == root;
+  std::string text = sending ? meta_to_json(*weights).dump() : std::string();
+  at::Tensor len = at::full({1}, static_cast<int64_t>(text.size()), at::kLong);
+  group.broadcast(len, root);
+  at::Tensor bytes = sending ? bytes_of(text) : at::empty({len.item<int64_t>()}, at::kByte);
+  group.broadcast(bytes, root);
+  if (!sending) text.assign(static_cast<const char*>(bytes.data_ptr()), static_cast<size_t>(bytes.numel()));
+  return meta_from_json(nlohmann::json::parse(text));
+}
+
+// The tensors' bytes, back to back in metadata order, cut into chunks: the unit that goes on the
+// wire. A chunk may hold the end of one tensor and the start of the next, so a tensor larger than
+// the buffer (a 0.5B model's embedding is 272 MB in bf16) still flows in pieces.
+struct Piece {
+  size_t tensor;
+  int64_t tensor_offset, chunk_offset, bytes;
+};
+std::vector<std::vector<Piece>> plan_chunks(const std::vector<TensorMeta>& metas, int64_t chunk_bytes) {
+  std::vector<std::vector<Piece>> chunks(1);
+  int64_t used = 0;
+  for (size_t i = 0; i < metas.size(); ++i) {
+    for (int64_t off = 0; off < metas[i].nbytes;) {
+      if (used == chunk_bytes) {
+        chunks.emplace_back();
+        used = 0;
+      }
+      const int64_t n = std::min(metas[i].nbytes - off, chunk_bytes - used);
+      chunks.back().push_back({i, off, used, n});
+      off += n;
+      used += n;
+    }
+  }
+  if (chunks.back().empty()) chunks.pop_back();
+  return chunks;
+}
+
+int64_t chunk_size(const std::vector<Piece>& chunk) {
+  return chunk.empty() ? 0 : chunk.back().chunk_offset + chunk.back().bytes;
+}
+
+// One chunk's bytes copied out of (pack) or into (unpack) its tensors, over ATen's threads.
+void copy_chunk(uint8_t* base, const std::vector<Piece>& chunk, const std::vector<at::Tensor>& tensors, bool pack) {
+  at::parallel_for(0, static_cast<int64_t>(chunk.size()), 1, [&](int64_t b, int64_t e) {
+    for (int64_t k = b; k < e; ++k) {
+      const Piece& p = chunk[static_cast<size_t>(k)];
+      uint8_t* in_tensor = static_cast<uint8_t*>(tensors[p.tensor].data_ptr()) + p.tensor_offset;
+      uint8_t* in_chunk = base + p.chunk_offset;
+      if (pack) std::memcpy(in_chunk, in_tensor, static_cast<size_t>(p.bytes));
+      else std::memcpy(in_tensor, in_chunk, static_cast<size_t>(p.bytes));
+    }
+  });
+}
+
+// Chunks go on the wire in at most this size whatever model_update_buffer_size_mb allows, so that
+// packing, sending and unpacking overlap.
+constexpr int64_t kMaxChunk = int64_t{32} << 20;
+
+// The whole transfer for any rank. `tensors`: the sender's (contiguous CPU) tensors, or the
+// receiver's destinations, in metadata order. Two staging buffers are used in turn: one is on the
+// wire while the other is packed (sender) or unpacked (receiver).
+SyncStats pipelined_broadcast(comm::ProcessGroup& group, int root, const std::vector<TensorMeta>& metas,
+                              const std::vector<at::Tensor>& tensors, int64_t bucket_bytes) {
+  const bool sending = group.rank() == root;
+  const auto chunks = plan_chunks(metas, std::min(bucket_bytes, kMaxChunk));
+  int64_t largest = 1;
+  for (const auto& c : chunks) largest = std::max(largest, chunk_size(c));
+  at::Tensor staging[2] = {at::empty({largest}, at::kByte), at::empty({largest}, at::kByte)};
+  auto slot = [&](size_t i) { return staging[i % 2].narrow(0, 0, chunk_size(chunks[i])); };
+  SyncStats st;
+  comm::Work in_flight;
+  for (size_t i = 0; i <= chunks.size(); ++i) {
+    at::Tensor current;
+    if (i < chunks.size()) {
+      current = slot(i);
+      if (sending) copy_chunk(current.data_ptr<uint8_t>(), chunks[i], tensors, /*pack=*/true);
+      st.bytes += current.numel();
+      ++st.buckets;
+    }
+    comm::Work previous = std::move(in_flight);
+    in_flight = comm::Work();
+    // The sender waits for chunk i-1 before sending chunk i (its buffer is reused for chunk i+1);
+    // a receiver posts chunk i first, then unpacks chunk i-1 while chunk i arrives.
+    if (sending && previous.valid()) previous.wait();
+    if (current.defined()) in_flight = group.broadcast_async(current, root);
+    if (!sending) {
+      if (previous.valid()) previous.wait();
+      if (i > 0) copy_chunk(slot(i - 1).data_ptr<uint8_t>(), chunks[i - 1], tensors, /*pack=*/false);
+    }
+  }
+  st.tensors = static_cast<int64_t>(metas.size());
+  return st;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace
+
 model::NamedTensors broadcast_weights(comm::ProcessGroup& group, int root, const model::NamedTensors* weights,
                                       int64_t bucket_bytes, SyncStats* stats) {
   const auto t0 = std::chrono::steady_clock::now();
   const bool sending = group.rank() == root;
   if (sending && !weights) throw Error("model update: the sending rank has no weights");
   if (bucket_bytes < 1) throw Error("model update: model_update_buffer_size_mb must be positive");
-
-  // Metadata: its length, then its JSON bytes.
-  std::string meta_text = sending ? meta_to_json(*weights).dump() : std::string();
-  at::Tensor len = at::full({1}, static_cast<int64_t>(meta_text.size()), at::kLong);
-  group.broadcast(len, root);
-  at::Tensor meta_bytes = sending ? bytes_of(meta_text) : at::empty({len.item<int64_t>()}, at::kByte);
-  group.broadcast(meta_bytes, root);
-  if (!sending) meta_text.assign(static_cast<const char*>(meta_bytes.data_ptr()), static_cast<size_t>(meta_bytes.numel()));
-  const std::vector<TensorMeta> metas = meta_from_json(nlohmann::json::parse(meta_text));
-
+  const std::vector<TensorMeta> metas = broadcast_meta(group, root, weights);
   model::NamedTensors out;
-  SyncStats st;
-  for (const auto& [first, last] : plan_buckets(metas, bucket_bytes)) {
-    int64_t total = 0;
-    for (size_t i = first; i < last; ++i) total += metas[i].nbytes;
-    at::Tensor bucket = at::empty({total}, at::kByte);
-    auto* base = static_cast<uint8_t*>(bucket.data_ptr());
+  std::vector<at::Tensor> tensors;
+  for (size_t i = 0; i < metas.size(); ++i) {
     if (sending) {
-      int64_t off = 0;
-      for (size_t i = first; i < last; ++i) {
-        at::Tensor src = (*weights)[i].second.contiguous().cpu();
-        std::memcpy(base + off, src.data_ptr(), static_cast<size_t>(metas[i].nbytes));
-        off += metas[i].nbytes;
-      }
+      tensors.push_back((*weights)[i].second.contiguous().cpu());
+    } else {
+      tensors.push_back(at::empty(metas[i].shape, metas[i].dtype));
+      out.emplace_back(metas[i].name, tensors.back());
     }
-    group.broadcast(bucket, root);
-    if (!sending) {
-      int64_t off = 0;
-      for (size_t i = first; i < last; ++i) {
-        at::Tensor t = at::empty(metas[i].shape, metas[i].dtype);
-        std::memcpy(t.data_ptr(), base + off, static_cast<size_t>(metas[i].nbytes));
-        off += metas[i].nbytes;
-        out.emplace_back(metas[i].name, std::move(t));
-      }
-    }
-    st.bytes += total;
-    ++st.buckets;
   }
-  st.tensors = static_cast<int64_t>(metas.size());
-  st.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  SyncStats st = pipelined_broadcast(group, root, metas, tensors, bucket_bytes);
+  st.seconds = seconds_since(t0);
   if (stats) *stats = st;
   return out;
 }
 
-std::string write_weights_file(const std::string& dir, const model::NamedTensors& weights) {
-  std::filesystem::create_directories(dir);
-  const std::string file = dir + "/model.safetensors";
-  const std::string tmp = fmt::format("{}/.model.safetensors.{}.tmp", dir, getpid());
-  model::write_safetensors(tmp, weights);
-  std::filesystem::rename(tmp, file);
-  return file;
-}
-
-model::NamedTensors read_weights_file(const std::string& file) {
-  auto f = model::SafetensorsFile::open(file);
-  model::NamedTensors out;
-  for (const auto& e : f->entries()) out.emplace_back(e.name, f->get(e.name).clone());
-  return out;
+void receive_weights_into(comm::ProcessGroup& group, int root, const WeightDestination& destination,
+                          int64_t bucket_bytes, SyncStats* stats) {
+  const auto t0 = std::chrono::steady_clock::now();
+  if (group.rank() == root) throw Error("model update: receive_weights_into called on the sending rank");
+  if (bucket_bytes < 1) throw Error("model update: model_update_buffer_size_mb must be positive");
+  const std::vector<TensorMeta> metas = broadcast_meta(group, root, nullptr);
+  std::vector<at::Tensor> tensors;
+  for (const TensorMeta& m : metas) {
+    at::Tensor t = destination(m.name, m.dtype, m.shape);
+    // Check everything before the first byte arrives: a mismatch found later would leave the
+    // sender blocked and the weights half written.
+    if (!t.defined() || t.scalar_type() != m.dtype || t.sizes().vec() != m.shape || !t.is_contiguous() ||
+        !t.device().is_cpu())
+      throw Error(fmt::format("model update: tensor '{}' ({} {}) has no contiguous CPU destination of that dtype and "
+                              "shape",
+                              m.name, model::safetensors_dtype_name(m.dtype), c10::str(c10::IntArrayRef(m.shape))));
+    tensors.push_back(std::move(t));
+  }
+  SyncStats st = pipelined_broadcast(group, root, metas, tensors, bucket_bytes);
+  st.seconds = seconds_since(t0);
+  if (stats) *stats = st;
 }
 
 nlohmann::json weights_digest(const model::NamedTensors& weights) {

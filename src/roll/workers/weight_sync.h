@@ -4,11 +4,14 @@
 //     infer workers; it sends the names, dtypes and shapes first, then the tensors packed into
 //     byte buckets of at most model_update_buffer_size_mb (one collective per bucket, any dtype:
 //     bf16 moves as bytes). Workers on other nodes, or on other devices, take this path.
-//   shared memory: a colocated infer worker (same node and device as the sender) reads the
-//     weights the sender wrote as safetensors under /dev/shm (renamed into place when complete).
-// Both are bit-exact.
+//   shared memory: an infer worker on the sender's node maps the file the sender rewrites in place
+//     at each update (shared_weights.h) and copies the weights out once.
+// Both are bit-exact. Each update carries a weight version (the pipeline step whose weights they
+// are); the engine stamps every token it samples with it.
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <vector>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -35,12 +38,18 @@ std::shared_ptr<comm::ProcessGroup> join_model_update_group(const std::shared_pt
                                                             const nlohmann::json& args, int rank);
 
 // Every rank of `group` calls it; `root` passes its weights, the others get them (nullptr in).
+// Pipelined: the sender packs bucket i+1 while bucket i is on the wire, a receiver unpacks bucket
+// i while bucket i+1 is on the wire.
 model::NamedTensors broadcast_weights(comm::ProcessGroup& group, int root, const model::NamedTensors* weights,
                                       int64_t bucket_bytes, SyncStats* stats = nullptr);
 
-// Writes `weights` as one safetensors file into `dir` (replaced atomically); returns the file.
-std::string write_weights_file(const std::string& dir, const model::NamedTensors& weights);
-model::NamedTensors read_weights_file(const std::string& file);
+// Where a receiver puts one tensor: a tensor of that name, dtype and shape (an engine's own weight),
+// or an error naming it.
+using WeightDestination = std::function<at::Tensor(const std::string& name, at::ScalarType dtype,
+                                                   const std::vector<int64_t>& shape)>;
+// A receiving rank of broadcast_weights that writes each tensor straight into `destination(...)`.
+void receive_weights_into(comm::ProcessGroup& group, int root, const WeightDestination& destination,
+                          int64_t bucket_bytes, SyncStats* stats = nullptr);
 
 // {name: FNV-1a 64 of the tensor's bytes (hex), ...}: cheap bit-exactness checks across processes.
 nlohmann::json weights_digest(const model::NamedTensors& weights);
