@@ -168,6 +168,51 @@ TEST(EngineKernels, SharedInputProductsEqualSeparateOnes) {
   roll::engine::linear_native_bf16() = saved;
 }
 
+// SwiGLU's silu(g) * u against float64 (ATen): the fp32 result of a few roundings of a
+// polynomial exp (relative error ~1e-7) and one division, so a relative bound of 1e-6; values of g
+// from -100 (exp overflow side, silu ~ 0) to 100, n not a multiple of 8 (the scalar tail).
+TEST(EngineKernels, SiluMulMatchesFloat64) {
+  at::manual_seed(9);
+  at::Tensor g = at::cat({at::linspace(-100, 100, 2001), 4 * at::randn({1003})});
+  at::Tensor u = at::randn({g.numel()});
+  at::Tensor want = (g.to(at::kDouble) * at::sigmoid(g.to(at::kDouble)) * u.to(at::kDouble));
+  at::Tensor got = g.clone();
+  roll::engine::kernels::silu_mul(got.data_ptr<float>(), u.data_ptr<float>(), got.numel());
+  const at::Tensor err = (got.to(at::kDouble) - want).abs();
+  const at::Tensor bound = 1e-6 * want.abs() + 1e-30;
+  EXPECT_TRUE((err <= bound).all().item<bool>()) << "worst relative error "
+                                                  << (err / (want.abs() + 1e-30)).max().item<double>();
+}
+
+// Outputs of 32 MB and more are reused between calls (linear.cpp, product_output), but never
+// while anyone holds one: a held output keeps its values through later products of its shape,
+// and a released one is refilled whole. Every path this CPU has.
+TEST(EngineKernels, LargeOutputsAreReusedOnlyWhenReleased) {
+  at::manual_seed(8);
+  const bool saved = roll::engine::linear_native_bf16();
+  for (bool native : {false, true})
+    for (at::ScalarType dt : {at::kFloat, at::kBFloat16}) {
+      roll::engine::linear_native_bf16() = native && core::cpu_features().native_bf16();
+      const int64_t M = 64, N = 131072, K = 64;  // 64 x 131072 fp32 = 32 MB
+      at::Tensor w = (0.1 * at::randn({N, K})).to(dt);
+      at::Tensor x1 = at::randn({M, K}), x2 = at::randn({M, K});
+      at::Tensor y1 = roll::engine::linear(x1, w);
+      const at::Tensor y1_copy = y1.clone();
+      at::Tensor y2 = roll::engine::linear(x2, w);
+      EXPECT_NE(y1.data_ptr(), y2.data_ptr());
+      EXPECT_TRUE(at::equal(y1, y1_copy)) << "a held output was overwritten, dtype " << dt;
+      at::Tensor row = y2[0];  // a view keeps y2's storage held
+      y2 = at::Tensor();
+      at::Tensor y3 = roll::engine::linear(x1, w);
+      EXPECT_NE(y3.data_ptr(), row.data_ptr());
+      EXPECT_TRUE(at::equal(y3, y1_copy)) << "dtype " << dt << " native " << native;
+      y1 = at::Tensor();
+      y3 = at::Tensor();
+      EXPECT_TRUE(at::equal(roll::engine::linear(x1, w), y1_copy));
+    }
+  roll::engine::linear_native_bf16() = saved;
+}
+
 // The fp32 small-M kernels on long rows (K = 2100: the AVX-512 tiles and masked tails), each path
 // this CPU has called directly against ATen: fp32 sums of 2100 N(0,1)² terms in other orders,
 // |y| ≲ 200: sqrt(2100)·eps·200 ≈ 1e-3 -> 3e-3.

@@ -243,9 +243,25 @@ AVX2 double sum_exp_avx2(const float* x, int64_t n, float shift, float scale, fl
   return s;
 }
 
+AVX2 void silu_mul_avx2(float* g, const float* u, int64_t n) {
+  const __m256 one = _mm256_set1_ps(1.0f), zero = _mm256_setzero_ps();
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 x = _mm256_loadu_ps(g + i);
+    const __m256 sig = _mm256_div_ps(x, _mm256_add_ps(one, exp8(_mm256_sub_ps(zero, x))));
+    _mm256_storeu_ps(g + i, _mm256_mul_ps(sig, _mm256_loadu_ps(u + i)));
+  }
+  for (; i < n; ++i) g[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
+}
+
 }  // namespace
 
 bool have_avx2() { return kAvx2; }
+
+void silu_mul(float* gate, const float* up, int64_t n) {
+  if (kAvx2) return silu_mul_avx2(gate, up, n);
+  for (int64_t i = 0; i < n; ++i) gate[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
+}
 
 float dot(const float* a, const float* b, int64_t n) { return kAvx2 ? dot_avx2(a, b, n) : dot_ref(a, b, n); }
 float dot(const float* a, const uint16_t* b, int64_t n) { return kAvx2 ? dot_avx2(a, b, n) : dot_ref(a, b, n); }

@@ -22,6 +22,9 @@ void dots(const float* q, const uint16_t* k_bf16, int64_t stride, int64_t n, int
 void weighted_sum(float* acc, const float* p, const float* v, int64_t stride, int64_t n, int64_t D);
 void weighted_sum(float* acc, const float* p, const uint16_t* v_bf16, int64_t stride, int64_t n, int64_t D);
 
+// gate[i] = silu(gate[i]) * up[i] (SwiGLU), silu(g) = g / (1 + exp(-g)) with the exp below.
+void silu_mul(float* gate, const float* up, int64_t n);
+
 // Row reductions of the sampler over a vocabulary-sized row.
 float max_of(const float* x, int64_t n);
 int64_t argmax_of(const float* x, int64_t n);  // first index of the maximum

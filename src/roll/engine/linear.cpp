@@ -57,6 +57,25 @@ uint16_t* scratch(size_t n) {
   return buf.data();
 }
 
+// An uninitialised [M, N] product output. Outputs above glibc's largest mmap threshold (32 MB:
+// the LM head's logits from batch 64 of a 152k vocabulary) would come from a fresh mapping on every
+// call and fault every page in again (~8% of a batch-64 decode step); the last such output of each
+// size is kept per thread and handed out again once nobody else holds it.
+at::Tensor product_output(int64_t M, int64_t N, const at::TensorOptions& options) {
+  constexpr int64_t kReuseBytes = int64_t{32} << 20;
+  if (M * N * static_cast<int64_t>(c10::elementSize(c10::typeMetaToScalarType(options.dtype()))) < kReuseBytes)
+    return at::empty({M, N}, options);
+  thread_local std::vector<at::Tensor> kept;
+  for (at::Tensor& t : kept)
+    if (t.size(0) == M && t.size(1) == N && t.dtype() == options.dtype() && t.use_count() == 1 &&
+        t.storage().use_count() == 1)
+      return t;
+  at::Tensor t = at::empty({M, N}, options);
+  if (kept.size() >= 4) kept.erase(kept.begin());
+  kept.push_back(t);
+  return t;
+}
+
 // Weight rows per parallel task: enough work to hide the task cost, an even split otherwise.
 int64_t row_grain(int64_t N, int64_t K) {
   const int64_t by_bytes = std::max<int64_t>(8, (64 << 10) / std::max<int64_t>(1, K));  // >= ~64K weights/task
@@ -97,7 +116,7 @@ std::vector<at::Tensor> over_row_groups(const at::Tensor& x, const std::vector<a
   std::vector<at::Tensor> ys;
   std::vector<int64_t> groups;
   for (const at::Tensor& w : ws) {
-    ys.push_back(at::empty({x.size(0), w.size(0)}, x.options()));
+    ys.push_back(product_output(x.size(0), w.size(0), x.options()));
     groups.push_back((w.size(0) + group - 1) / group);
   }
   const std::vector<const uint16_t*> wp = bf16_data(ws);
@@ -122,7 +141,7 @@ std::vector<at::Tensor> streaming_dpbf16(const at::Tensor& x, const std::vector<
 
 at::Tensor streaming(const at::Tensor& x, const at::Tensor& w) {
   const int64_t M = x.size(0), K = x.size(1), N = w.size(0);
-  at::Tensor y = at::empty({M, N}, x.options());
+  at::Tensor y = product_output(M, N, x.options());
   const float* xp = x.data_ptr<float>();
   float* yp = y.data_ptr<float>();
   if (w.scalar_type() == at::kBFloat16) {
@@ -147,7 +166,7 @@ at::Tensor tiled_bf16(const at::Tensor& x, const at::Tensor& w) {
   // gets tiles.
   const int64_t per_thread = (N + 4 * at::get_num_threads() - 1) / (4 * at::get_num_threads());
   const int64_t kTile = std::clamp<int64_t>((per_thread + 15) / 16 * 16, 16, 128);
-  at::Tensor y = at::empty({M, N}, x.options());
+  at::Tensor y = product_output(M, N, x.options());
   const auto* wp = reinterpret_cast<const uint16_t*>(w.data_ptr<at::BFloat16>());
   const int64_t tiles = (N + kTile - 1) / kTile;
   at::parallel_for(0, tiles, 1, [&](int64_t t0, int64_t t1) {

@@ -9,6 +9,7 @@
 #include "roll/core/error.h"
 #include "roll/core/log.h"
 #include "roll/core/parallel_for.h"
+#include "roll/engine/cpu_kernels.h"
 #include "roll/engine/linear.h"
 
 namespace roll::engine {
@@ -70,9 +71,8 @@ void apply_rope_(at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) {
 void silu_mul_(at::Tensor& gate, const at::Tensor& up) {
   float* g = gate.data_ptr<float>();
   const float* u = up.data_ptr<float>();
-  at::parallel_for(0, gate.numel(), 1 << 14, [&](int64_t i0, int64_t i1) {
-    for (int64_t i = i0; i < i1; ++i) g[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
-  });
+  at::parallel_for(0, gate.numel(), 1 << 14,
+                   [&](int64_t i0, int64_t i1) { kernels::silu_mul(g + i0, u + i0, i1 - i0); });
 }
 
 }  // namespace
