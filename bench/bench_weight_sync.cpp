@@ -4,6 +4,8 @@
 // new weights and its prefix cache reset, ready to generate (it then generates one token, untimed).
 //   shm        rank 0 rewrites the shared weights file in place (workers/shared_weights.h), rank 1
 //              copies it into the engine's weights: the one-node path.
+//   shm-share  the same, the engine computing from the mapping itself (an infer worker colocated
+//              with the trainer): rank 0's write and the version check are the whole sync.
 //   broadcast  the pipelined, bucketed Gloo broadcast received straight into the engine's weights
 //              (workers/weight_sync.h): the path across nodes.
 //   memcpy     the same bytes copied once in one process with the same threads: the bound the
@@ -11,7 +13,7 @@
 // Per preset, dtype and path: bytes, median seconds of --repeats (after one untimed first sync,
 // which creates and populates the file), min, max, GB/s.
 //
-//   bench_weight_sync [--presets small,qwen2.5-0.5b-shape] [--dtypes fp32,bf16] [--paths shm,broadcast]
+//   bench_weight_sync [--presets small,qwen2.5-0.5b-shape] [--dtypes fp32,bf16] [--paths shm,shm-share,broadcast]
 //                     [--bucket-mb 1024] [--repeats 5] [--threads 2] [--smoke]
 //                     [--rank 0|1 --master HOST:PORT]
 // Without --rank, rank 1 is this binary again on 127.0.0.1. With --rank each side is started by
@@ -62,7 +64,7 @@ std::vector<std::string> split(const std::string& s) {
 struct Options {
   std::vector<std::string> presets{"small", "qwen2.5-0.5b-shape"};
   std::vector<std::string> dtypes{"fp32", "bf16"};
-  std::vector<std::string> paths{"shm", "broadcast"};
+  std::vector<std::string> paths{"shm", "shm-share", "broadcast"};
   int64_t bucket_mb = 1024;
   int repeats = 5;
   int threads = 2;
@@ -170,7 +172,7 @@ int run(int rank, const Options& o) {
           if (rank == 0) perturb(w, version);
           group->barrier();
           const auto t0 = Clock::now();
-          if (path == "shm") {
+          if (path == "shm" || path == "shm-share") {
             if (rank == 0) {
               if (!shared) shared = roll::workers::SharedWeights::create(shm_file, w);
               shared->write(w, version);
@@ -178,7 +180,8 @@ int run(int rank, const Options& o) {
             group->barrier();  // stands in for the driver's call to the infer worker
             if (rank == 1) {
               if (!shared) shared = roll::workers::SharedWeights::open(shm_file);
-              engine->update_weights(shared->views());
+              if (path == "shm") engine->update_weights(shared->views());
+              else engine->share_weights(shared->views());
               engine->set_weight_version(version);
             }
           } else if (rank == 0) {
@@ -260,8 +263,8 @@ int main(int argc, char** argv) {
     }
   }
   for (const auto& p : o.paths)
-    if (p != "shm" && p != "broadcast") {
-      std::cerr << "bench_weight_sync: --paths takes shm and broadcast, got " << p << "\n";
+    if (p != "shm" && p != "shm-share" && p != "broadcast") {
+      std::cerr << "bench_weight_sync: --paths takes shm, shm-share and broadcast, got " << p << "\n";
       return 2;
     }
   if (o.rank >= 0) {

@@ -33,7 +33,7 @@ a_metrics="$(find . -path "*/a/*" -name metrics.jsonl | head -1)"
 [[ -f "$a_metrics" ]] || { echo "no metrics.jsonl for run A"; find . -name metrics.jsonl; exit 1; }
 test -f out/pipeline/checkpoint-2/pipeline/worker_state_pipeline.json
 test -f out/actor_train/checkpoint-2/manifest.json
-grep -q "model update: 0 infer rank(s) by broadcast, 1 by shared memory" a.log
+grep -q "model update: 0 infer rank(s) by broadcast, 1 by shared memory (0 computing from it)" a.log
 
 $py - "$a_metrics" <<'PY'
 import json, sys
@@ -89,7 +89,7 @@ echo "== C: colocated train and infer, 2 steps"
 "$roll" rlvr "${common[@]}" output_dir=./outc exp_name=c max_steps=2 save_steps=10 \
   'actor_train.device_mapping=list(range(0,2))' 'actor_infer.device_mapping=list(range(0,2))' > c.log 2>&1 \
   || { tail -40 c.log; exit 1; }
-grep -q "model update: 0 infer rank(s) by broadcast, 2 by shared memory" c.log
+grep -q "model update: 0 infer rank(s) by broadcast, 2 by shared memory (2 computing from it)" c.log
 
 streaming=(--config_path "$root/examples/cpu" --config_name rlvr_arithmetic --quiet-workers
            pretrain=output/models/tiny generate_opt_level=1 rollout_batch_size=4 num_return_sequences_in_group=2

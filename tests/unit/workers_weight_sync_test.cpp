@@ -51,7 +51,11 @@ class WeightSenderRole : public runtime::Role {
     s.on_call("write_shm", [this](Payload p) {
       const std::string file = p.args.at("file").get<std::string>();
       if (!shared_) shared_ = SharedWeights::create(file, weights_);
-      shared_->write(weights_, p.args.at("version").get<int64_t>());
+      model::NamedTensors w = weights_;
+      if (p.args.contains("bump")) {  // other weights than weights_: the first tensor shifted
+        w.front().second = w.front().second + p.args["bump"].get<double>();
+      }
+      shared_->write(w, p.args.at("version").get<int64_t>());
       return Payload(json{{"file", file}});
     });
     s.on_call("save_dir", [this](Payload p) {
@@ -161,6 +165,26 @@ void check_sync(const std::string& dtype) {
   EXPECT_EQ(synced["output_token_ids"][0].size(), 16u);
   // Each token carries the version of the weights that sampled it.
   EXPECT_EQ(synced["output_weight_versions"][0], json(std::vector<int64_t>(16, 5)));
+
+  // Colocated (share): the engine computes from the mapping itself, so what the sender writes
+  // next is what it computes with, without another copy; loading it again is just the version.
+  infer.call_rank(0, "load_shared_weights", Payload(json{{"file", file}, {"version", 5}, {"share", true}})).get();
+  EXPECT_EQ(infer.call_rank(0, "weights_digest").get().args, want);
+  sender.call("write_shm", Dispatch::one_to_all_one, Payload(json{{"file", file}, {"version", 6}, {"bump", 1.0}}))
+      .get();
+  const json bumped = infer.call_rank(0, "weights_digest").get().args;
+  EXPECT_NE(bumped, want);
+  int changed = 0;  // only the tensor the sender shifted
+  for (const auto& [name, digest] : want.items()) changed += bumped[name] != digest;
+  EXPECT_EQ(changed, 1);
+  infer.call_rank(0, "load_shared_weights", Payload(json{{"file", file}, {"version", 6}, {"share", true}})).get();
+  greedy["rid"] = "greedy-shared";
+  EXPECT_EQ(infer.call_rank(0, "generate_request", Payload(greedy)).get().args["output_weight_versions"][0],
+            json(std::vector<int64_t>(16, 6)));
+  // Loading other weights after sharing gives the engine its own copies first (the mapping is
+  // read-only there): the file keeps the bumped weights, the engine gets the saved ones.
+  infer.call_rank(0, "load_weights", Payload(json{{"dir", saved}})).get();
+  EXPECT_EQ(infer.call_rank(0, "weights_digest").get().args, want);
   std::filesystem::remove_all(shm);
 }
 

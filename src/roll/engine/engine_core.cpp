@@ -62,6 +62,17 @@ struct EngineCore::Impl {
   SeqId next_seq = 0;
   bool asleep = false;
   int64_t weight_version = 0;
+  bool weights_shared = false;  // the weights are another's memory (share_weights): never written
+
+  // New weights by `fill` over the model's own tensors; the K/V computed with the old ones goes.
+  void replace_weights(const std::function<void(const model::NamedTensors& own)>& fill) {
+    {
+      at::NoGradGuard no_grad;
+      fill(model->named_parameters());
+    }
+    scheduler->preempt_all();
+    kv->reset_prefix_cache();
+  }
 
   Impl(std::shared_ptr<model::Transformer> m, EngineConfig c)
       : model(std::move(m)), config(std::move(c)), runner(model) {
@@ -428,12 +439,32 @@ void EngineCore::update_weights(const model::NamedTensors& weights) {
 }
 
 void EngineCore::update_weights_in_place(const std::function<void(const model::NamedTensors& own)>& fill) {
-  {
+  if (impl_->weights_shared) {
+    // The tensors are someone else's (read-only) memory: take own copies before writing.
     at::NoGradGuard no_grad;
-    fill(impl_->model->named_parameters());
+    for (const auto& [name, t] : impl_->model->named_parameters()) t.set_(t.clone());
+    impl_->weights_shared = false;
   }
-  impl_->scheduler->preempt_all();
-  impl_->kv->reset_prefix_cache();
+  impl_->replace_weights(fill);
+}
+
+void EngineCore::share_weights(const model::NamedTensors& weights) {
+  impl_->replace_weights([&](const model::NamedTensors& own) {
+    std::map<std::string, at::Tensor> by_name(own.begin(), own.end());
+    for (const auto& [name, src] : weights) {
+      auto it = by_name.find(name);
+      if (it == by_name.end()) throw Error(fmt::format("share_weights: the engine has no tensor '{}'", name));
+      at::Tensor dst = it->second;
+      if (dst.scalar_type() != src.scalar_type() || !dst.sizes().equals(src.sizes()) || !src.is_contiguous())
+        throw Error(fmt::format("share_weights: tensor '{}' is {} {}, the engine's {} {}", name,
+                                c10::toString(src.scalar_type()), c10::str(src.sizes()),
+                                c10::toString(dst.scalar_type()), c10::str(dst.sizes())));
+    }
+    // Every handle of a weight (the runner's per-layer ones too) shares its TensorImpl, so
+    // pointing the impl at the new storage moves all of them.
+    for (const auto& [name, src] : weights) by_name.at(name).set_(src);
+  });
+  impl_->weights_shared = true;
 }
 
 void EngineCore::set_weight_version(int64_t version) { impl_->weight_version = version; }

@@ -64,6 +64,11 @@ class EngineCore {
   // The same, with the new weights written straight into the engine's own tensors: `fill` gets
   // them (the model's parameters, by name) and overwrites them, e.g. from a broadcast as it arrives.
   void update_weights_in_place(const std::function<void(const model::NamedTensors& own)>& fill);
+  // The engine computes from `weights` themselves from now on (each of its tensors takes the
+  // storage of the one of that name: no copy), e.g. views of a shared-memory file the trainer
+  // rewrites while this engine is idle. Names, dtypes and shapes must match the model's. The
+  // engine never writes them: a later update_weights(_in_place) first gives it its own copies.
+  void share_weights(const model::NamedTensors& weights);
   // The version every token sampled from now on is stamped with (SampleOutput::weight_versions).
   // 0 until set: the weights the engine was loaded with. The caller that pushes weights sets it
   // beside update_weights; tokens already generated keep the version they were sampled under.

@@ -102,9 +102,24 @@ void PipelineBase::setup_model_update() {
   if (!train || !infer) return;
   // An infer rank on train rank 0's node maps the weights file rank 0 rewrites in that node's
   // /dev/shm (shared_weights.h); an infer rank on another node takes the bucketed broadcast.
+  // An infer rank that shares a device with a train rank of that node time-shares it with
+  // training, so it is idle whenever rank 0 rewrites the file: it computes from the mapping
+  // itself. The others copy the weights out.
   const int node0 = train->spec().placement.workers.at(0).node;
-  for (int r = 0; r < infer->world_size(); ++r)
-    (infer->spec().placement.workers.at(r).node == node0 ? shm_ranks_ : broadcast_ranks_).push_back(r);
+  std::vector<int> train_devices;
+  for (const auto& w : train->spec().placement.workers)
+    if (w.node == node0) train_devices.insert(train_devices.end(), w.devices.begin(), w.devices.end());
+  for (int r = 0; r < infer->world_size(); ++r) {
+    const auto& w = infer->spec().placement.workers.at(r);
+    if (w.node != node0) {
+      broadcast_ranks_.push_back(r);
+      continue;
+    }
+    shm_ranks_.push_back(r);
+    bool colocated = false;
+    for (int d : w.devices) colocated = colocated || std::find(train_devices.begin(), train_devices.end(), d) != train_devices.end();
+    shm_shares_.push_back(colocated);
+  }
   if (!shm_ranks_.empty()) {
     std::string exp = config().exp_name.value_or("roll");
     std::replace(exp.begin(), exp.end(), '/', '_');
@@ -124,8 +139,8 @@ void PipelineBase::setup_model_update() {
     const std::string what = fmt::format("actor_infer.{}", workers::rpc::kSetupModelUpdate);
     for (auto& f : parts) runtime::wait_result(f, rpc_timeout(), what);
   }
-  log::info("model update: {} infer rank(s) by broadcast, {} by shared memory", broadcast_ranks_.size(),
-            shm_ranks_.size());
+  log::info("model update: {} infer rank(s) by broadcast, {} by shared memory ({} computing from it)",
+            broadcast_ranks_.size(), shm_ranks_.size(), std::count(shm_shares_.begin(), shm_shares_.end(), true));
   model_update_ready_ = true;
 }
 
@@ -155,9 +170,10 @@ Metrics PipelineBase::model_update(int64_t step) {
   if (!shm_ranks_.empty()) {
     const std::string file = sent.at(0).args.at("file").get<std::string>();
     std::vector<std::future<runtime::Payload>> loads;
-    for (int r : shm_ranks_)
-      loads.push_back(infer->call_rank(r, workers::rpc::kLoadSharedWeights,
-                                       runtime::Payload(nlohmann::json{{"file", file}, {"version", step}})));
+    for (size_t i = 0; i < shm_ranks_.size(); ++i)
+      loads.push_back(infer->call_rank(
+          shm_ranks_[i], workers::rpc::kLoadSharedWeights,
+          runtime::Payload(nlohmann::json{{"file", file}, {"version", step}, {"share", bool(shm_shares_[i])}})));
     const std::string load_what = fmt::format("actor_infer.{}", workers::rpc::kLoadSharedWeights);
     for (auto& f : loads) runtime::wait_result(f, rpc_timeout(), load_what);
   }

@@ -105,6 +105,7 @@ class PipelineBase {
   int64_t start_step_ = 0;
   bool model_update_ready_ = false;
   std::vector<int> broadcast_ranks_, shm_ranks_;  // infer ranks per path
+  std::vector<bool> shm_shares_;                  // per shm rank: computes from the mapping (colocated)
   std::string shm_dir_;                           // where train rank 0 writes the shared weights file
 };
 

@@ -120,7 +120,10 @@ class InferRole : public runtime::Role {
                                   file, shared_->version(), when, version));
       };
       check("before");
-      service_->update_weights(shared_->views());
+      // Colocated with the trainer (it writes only while this engine is idle): compute from the
+      // mapping itself. Otherwise copy out, so that the file may be rewritten while we generate.
+      if (p.args.value("share", false)) service_->share_weights(shared_->views());
+      else service_->update_weights(shared_->views());
       check("after");
       service_->set_weight_version(version);
       return Payload(nlohmann::json{{"bytes", shared_->data_bytes()},

@@ -203,6 +203,10 @@ void InferService::update_weights_in_place(const std::function<void(const model:
   impl_->run_on_engine([&] { impl_->engine->update_weights_in_place(fill); });
 }
 
+void InferService::share_weights(const model::NamedTensors& weights) {
+  impl_->run_on_engine([&] { impl_->engine->share_weights(weights); });
+}
+
 void InferService::set_weight_version(int64_t version) {
   impl_->run_on_engine([&] { impl_->engine->set_weight_version(version); });
 }

@@ -47,8 +47,9 @@ class InferService {
   void resume();
   // Blocking: done on the engine thread between steps.
   void update_weights(const model::NamedTensors& weights);
-  // Blocking, on the engine thread: EngineCore::update_weights_in_place.
+  // Blocking, on the engine thread: EngineCore::update_weights_in_place / share_weights.
   void update_weights_in_place(const std::function<void(const model::NamedTensors& own)>& fill);
+  void share_weights(const model::NamedTensors& weights);
   // Blocking, on the engine thread like update_weights (EngineCore is single-threaded): tokens
   // sampled after it returns carry `version` (EngineCore::set_weight_version).
   void set_weight_version(int64_t version);

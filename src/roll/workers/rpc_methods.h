@@ -38,7 +38,8 @@ inline constexpr char kBroadcastWeights[] = "broadcast_weights";
 // actor_infer. {group, bucket_bytes, version} -> {tensors, bytes, buckets, receive_s}: received straight
 // into the engine's weights.
 inline constexpr char kReceiveWeights[] = "receive_weights";
-// actor_infer. {file, version} (the shared weights file broadcast_weights wrote) -> {bytes, apply_s}.
+// actor_infer. {file, version, share?} (the shared weights file broadcast_weights wrote) -> {bytes,
+// apply_s}. share: the engine computes from the mapping itself instead of copying it out.
 inline constexpr char kLoadSharedWeights[] = "load_shared_weights";
 // actor_infer. nothing -> weights_digest() of the engine's weights (weight_sync.h).
 inline constexpr char kWeightsDigest[] = "weights_digest";
