@@ -139,9 +139,9 @@ void print(const std::string& path, const std::string& preset, const std::string
 }
 
 // Both ranks run this with the same options; rank 0 prints.
-int run(int rank, const Options& o) {
+int run(int rank, const Options& o, std::shared_ptr<roll::comm::Store> store = nullptr) {
   at::set_num_threads(o.threads);
-  auto store = roll::comm::Store::tcp({o.host, o.port, rank == 0, std::chrono::seconds(120)});
+  if (!store) store = roll::comm::Store::tcp({o.host, o.port, rank == 0, std::chrono::seconds(120)});
   roll::comm::GroupOptions go;
   go.name = "model_update";
   auto group = roll::comm::ProcessGroup::create(store, rank, 2, go);
@@ -274,8 +274,10 @@ int main(int argc, char** argv) {
     }
     return run(o.rank, o);
   }
-  // Rank 1 is this binary again (posix_spawn) with the same options.
-  o.port = static_cast<uint16_t>(29700 + getpid() % 1000);
+  // Rank 1 is this binary again (posix_spawn) with the same options, told the port the store
+  // took (a free one: two runs at once do not collide).
+  auto store = roll::comm::Store::tcp({o.host, 0, true, std::chrono::seconds(120)});
+  o.port = store->port();
   std::vector<std::string> args;
   for (int i = 0; i < argc; ++i) args.push_back(argv[i]);
   for (const std::string& a : {std::string("--rank"), std::string("1"), std::string("--master"),
@@ -289,7 +291,7 @@ int main(int argc, char** argv) {
     std::cerr << "bench_weight_sync: cannot start the receiving rank\n";
     return 1;
   }
-  const int rc = run(0, o);
+  const int rc = run(0, o, store);
   int status = 0;
   waitpid(child, &status, 0);
   return rc == 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 1;
