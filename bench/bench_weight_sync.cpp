@@ -19,7 +19,6 @@
 // Without --rank, rank 1 is this binary again on 127.0.0.1. With --rank each side is started by
 // hand (two hosts, or two network namespaces: bench/weight_sync_netns.sh); shm needs one host.
 #include <ATen/ATen.h>
-#include <ATen/Parallel.h>
 #include <fmt/format.h>
 #include <signal.h>
 #include <spawn.h>
@@ -40,6 +39,8 @@
 #include "roll/comm/process_group.h"
 #include "roll/comm/store.h"
 #include "roll/core/cpu_features.h"
+#include "roll/core/parallel_copy.h"
+#include "roll/core/parallel_for.h"
 #include "roll/engine/engine_core.h"
 #include "roll/model/model_init.h"
 #include "roll/model/transformer.h"
@@ -89,18 +90,16 @@ int64_t bytes_of(const NamedTensors& w) {
   return b;
 }
 
-// The bound: `bytes` copied once, in pieces spread over ATen's threads as the sync paths do.
+// The bound: `bytes` copied once, in pieces spread over ATen's threads as the sync paths do
+// (core/parallel_copy.h).
 std::vector<double> time_memcpy(int64_t bytes, int repeats) {
   at::Tensor a = at::ones({bytes}, at::kByte), b = at::zeros({bytes}, at::kByte);
-  constexpr int64_t piece = int64_t{4} << 20;
+  std::vector<roll::core::CopyPiece> pieces;
+  roll::core::add_copy(pieces, b.data_ptr(), a.data_ptr(), bytes);
   std::vector<double> out;
   for (int r = -1; r < repeats; ++r) {  // r == -1: untimed, so that every page of both exists
     const auto t0 = Clock::now();
-    at::parallel_for(0, (bytes + piece - 1) / piece, 1, [&](int64_t s, int64_t e) {
-      for (int64_t i = s; i < e; ++i)
-        std::memcpy(b.data_ptr<uint8_t>() + i * piece, a.data_ptr<uint8_t>() + i * piece,
-                    static_cast<size_t>(std::min(piece, bytes - i * piece)));
-    });
+    roll::core::copy_in_parallel(pieces);
     if (r >= 0) out.push_back(seconds_since(t0));
   }
   return out;

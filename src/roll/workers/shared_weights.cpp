@@ -1,7 +1,6 @@
 #include "roll/workers/shared_weights.h"
 
 #include <ATen/ATen.h>
-#include <ATen/Parallel.h>
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <sys/mman.h>
@@ -16,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "roll/core/error.h"
+#include "roll/core/parallel_copy.h"
 
 namespace roll::workers {
 namespace {
@@ -23,10 +23,6 @@ namespace {
 constexpr char kMagic[8] = {'R', 'O', 'L', 'L', 'W', 'T', 'S', '1'};
 constexpr size_t kFixed = 32;
 constexpr int64_t kPage = 4096;
-// Copies are split into pieces of this size so that the threads share one large tensor (the
-// embedding is a quarter of a 0.5B model).
-constexpr int64_t kPiece = int64_t{4} << 20;
-
 struct Header {
   char magic[8];
   uint64_t table_bytes;
@@ -46,22 +42,6 @@ int64_t align_up(int64_t n, int64_t a) { return (n + a - 1) / a * a; }
 }
 
 Header& header_of(void* map) { return *static_cast<Header*>(map); }
-
-// memcpy of every (dst, src, n) piece, the pieces spread over ATen's threads.
-struct Piece {
-  uint8_t* dst;
-  const uint8_t* src;
-  int64_t n;
-};
-void copy_pieces(const std::vector<Piece>& pieces) {
-  at::parallel_for(0, static_cast<int64_t>(pieces.size()), 1, [&](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i) std::memcpy(pieces[i].dst, pieces[i].src, static_cast<size_t>(pieces[i].n));
-  });
-}
-
-void add_pieces(std::vector<Piece>& out, uint8_t* dst, const uint8_t* src, int64_t n) {
-  for (int64_t off = 0; off < n; off += kPiece) out.push_back({dst + off, src + off, std::min(kPiece, n - off)});
-}
 
 }  // namespace
 
@@ -196,16 +176,16 @@ void SharedWeights::write(const model::NamedTensors& weights, int64_t version) {
   Header& h = header_of(map_);
   h.version.store(-1, std::memory_order_release);
   std::vector<at::Tensor> keep;  // contiguous CPU copies of tensors that were neither
-  std::vector<Piece> pieces;
+  std::vector<core::CopyPiece> pieces;
   for (size_t i = 0; i < table_.size(); ++i) {
     at::Tensor t = weights[i].second;
     if (!t.is_contiguous() || !t.device().is_cpu()) {
       keep.push_back(t.contiguous().cpu());
       t = keep.back();
     }
-    add_pieces(pieces, data_ + table_[i].offset, static_cast<const uint8_t*>(t.data_ptr()), table_[i].nbytes);
+    core::add_copy(pieces, data_ + table_[i].offset, t.data_ptr(), table_[i].nbytes);
   }
-  copy_pieces(pieces);
+  core::copy_in_parallel(pieces);
   h.version.store(version, std::memory_order_release);
 }
 

@@ -1,13 +1,13 @@
 #include "roll/workers/weight_sync.h"
 
 #include <ATen/ATen.h>
-#include <ATen/Parallel.h>
 #include <fmt/format.h>
 
 #include <chrono>
 
 #include "roll/comm/process_group.h"
 #include "roll/core/error.h"
+#include "roll/core/parallel_copy.h"
 
 namespace roll::workers {
 namespace {
@@ -103,15 +103,14 @@ int64_t chunk_size(const std::vector<Piece>& chunk) {
 
 // One chunk's bytes copied out of (pack) or into (unpack) its tensors, over ATen's threads.
 void copy_chunk(uint8_t* base, const std::vector<Piece>& chunk, const std::vector<at::Tensor>& tensors, bool pack) {
-  at::parallel_for(0, static_cast<int64_t>(chunk.size()), 1, [&](int64_t b, int64_t e) {
-    for (int64_t k = b; k < e; ++k) {
-      const Piece& p = chunk[static_cast<size_t>(k)];
-      uint8_t* in_tensor = static_cast<uint8_t*>(tensors[p.tensor].data_ptr()) + p.tensor_offset;
-      uint8_t* in_chunk = base + p.chunk_offset;
-      if (pack) std::memcpy(in_chunk, in_tensor, static_cast<size_t>(p.bytes));
-      else std::memcpy(in_tensor, in_chunk, static_cast<size_t>(p.bytes));
-    }
-  });
+  std::vector<core::CopyPiece> copies;
+  for (const Piece& p : chunk) {
+    uint8_t* in_tensor = static_cast<uint8_t*>(tensors[p.tensor].data_ptr()) + p.tensor_offset;
+    uint8_t* in_chunk = base + p.chunk_offset;
+    if (pack) core::add_copy(copies, in_chunk, in_tensor, p.bytes);
+    else core::add_copy(copies, in_tensor, in_chunk, p.bytes);
+  }
+  core::copy_in_parallel(copies);
 }
 
 // Chunks go on the wire in at most this size whatever model_update_buffer_size_mb allows, so that
