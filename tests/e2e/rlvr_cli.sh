@@ -56,8 +56,21 @@ for r in rows:
     g = {k.rsplit("/", 1)[1]: v for k, v in r["metrics"].items() if k.startswith("global_seqlen/actor_train/")}
     assert set(g) >= {"min", "max", "minmax_diff", "balanced_min", "balanced_max", "mean"}, (r["step"], g)
     assert g["min"] <= g["balanced_min"] <= g["balanced_max"] <= g["max"], (r["step"], g)
+# The step profile (docs/tracking.md, "Step profile"): the phases and the overhead add up to the step's wall time, and
+# every cluster's busy share is a share.
+for r in rows:
+    m = r["metrics"]
+    phases = ["time/step_model_update", "time/val_step", "time/step_generate", "time/ref_log_probs_values",
+              "time/compute_advantage", "time/step_train", "time/step_checkpoint", "time/step_overhead"]
+    total = sum(m.get(k, 0.0) for k in phases)
+    assert abs(total - m["time/step_wall"]) <= 1e-6 * max(1.0, m["time/step_wall"]), (r["step"], total, m["time/step_wall"])
+    for c in ("actor_train", "actor_infer", "reward-math_rule"):
+        assert 0.0 <= m["system/busy/" + c] <= 1.0, (r["step"], c, m.get("system/busy/" + c))
+    assert m["system/busy/actor_train"] > 0.0, r["step"]
 print("A: metrics ok")
 PY
+grep -Eq "pipeline step 1 finished \([0-9.]+ s: .*train [0-9.]+ \([0-9]+%\).*overhead .*; busy .*actor_train [0-9]+%" a.log \
+  || { echo "no step profile line in a.log"; grep "finished" a.log; exit 1; }
 
 echo "== B: resume from checkpoint-2"
 "$roll" rlvr "${common[@]}" output_dir=./out exp_name=b resume_from_checkpoint=./out/pipeline/checkpoint-2 > b.log 2>&1 \
@@ -69,7 +82,7 @@ import json, math, sys
 a = {json.loads(l)["step"]: json.loads(l)["metrics"] for l in open(sys.argv[1])}
 b = {json.loads(l)["step"]: json.loads(l)["metrics"] for l in open(sys.argv[2])}
 assert 3 in b, sorted(b)
-skip = ("time/", "system/tps")
+skip = ("time/", "system/tps", "system/busy/")
 bad = []
 for k, v in a[3].items():
     if k.startswith(skip) or not isinstance(v, (int, float)):

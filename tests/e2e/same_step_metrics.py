@@ -2,7 +2,7 @@
 
     same_step_metrics.py A.jsonl B.jsonl STEP [REQUIRED_KEY...]
 
-Every numeric metric of A's step except time/* and system/tps must be in B's step and agree within
+Every numeric metric of A's step except time/*, system/tps and system/busy/* (timings) must be in B's step and agree within
 1e-6 (relative above 1); the REQUIRED_KEYs must be among them. Exit status 1 with the first
 mismatches otherwise.
 
@@ -26,7 +26,7 @@ def main():
         sys.exit("step %d missing: A has %s, B has %s" % (step, sorted(a), sorted(b)))
     bad, compared = [], []
     for k, v in a[step].items():
-        if k.startswith("time/") or k == "system/tps" or not isinstance(v, (int, float)):
+        if k.startswith(("time/", "system/busy/")) or k == "system/tps" or not isinstance(v, (int, float)):
             continue
         compared.append(k)
         w = b[step].get(k)

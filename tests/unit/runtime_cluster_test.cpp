@@ -236,6 +236,26 @@ TEST(RuntimeCluster, HandlerErrorsNameTheWorkerAndMethod) {
   EXPECT_EQ(c->call("echo", Dispatch::one_to_all_one, Payload(json{{"x", 1}})).get().args["x"], 1);
 }
 
+// system/busy/<cluster> (pipeline/step_profile.h) reads `__busy`: a serial handler's run counts, an
+// idle worker's time does not.
+TEST(RuntimeCluster, BusyClockCountsSerialHandlersAndNotIdleTime) {
+  std::string dir = test::make_scratch_dir();
+  Runtime rt(test_options(dir));
+  auto c = rt.start(cpu_cluster("reward-math_rule", 1));
+  auto busy = [&] { return c->call(kBusyMethod, Dispatch::one_to_all_one).get().args.at("busy_s").get<double>(); };
+  const double before = busy();
+  const auto t0 = std::chrono::steady_clock::now();
+  c->call("sleep", Dispatch::one_to_all, Payload(json{{"ms", 200}})).get_all();
+  const double call_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double after_call = busy();
+  // The handler ran for its 200 ms sleep, inside the call's round trip.
+  EXPECT_GE(after_call - before, 0.2);
+  EXPECT_LE(after_call - before, call_s);
+  std::this_thread::sleep_for(200ms);
+  // Idle (answering `__busy` is inline, not work): well under the 200 ms that passed.
+  EXPECT_LT(busy() - after_call, 0.05);
+}
+
 TEST(RuntimeCluster, RoleThatFailsToStartIsReportedWithItsError) {
   std::string dir = test::make_scratch_dir();
   Runtime rt(test_options(dir));

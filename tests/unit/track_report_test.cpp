@@ -148,14 +148,16 @@ TEST(TrackReportCharts, PicksTheDemoPipelinesMetrics) {
 TEST(TrackReportCharts, NewNamesLandOnTheirChartAndAbsentChartsAreLeftOut) {
   const auto charts = chart_map({"val/env/Sokoban/success", "eval/FrozenLake/success", "eval/arithmetic/accuracy",
                                  "actor/entropy_loss", "critic_train/grad_norm", "time/step_reward",
-                                 "sft_train/loss", "sft_train/val_loss"});
+                                 "sft_train/loss", "sft_train/val_loss", "system/busy/actor_train",
+                                 "system/busy/actor_infer"});
   using V = std::vector<std::string>;
   EXPECT_EQ(charts.at("success"), (V{"eval/FrozenLake/success", "eval/arithmetic/accuracy", "val/env/Sokoban/success"}));
   EXPECT_EQ(charts.at("entropy"), (V{"actor/entropy_loss"}));
   EXPECT_EQ(charts.at("grad_norm"), (V{"critic_train/grad_norm"}));
   EXPECT_EQ(charts.at("time_per_phase"), (V{"time/step_reward"}));
   EXPECT_EQ(charts.at("loss"), (V{"sft_train/loss", "sft_train/val_loss"}));
-  EXPECT_EQ(charts.size(), 5u);
+  EXPECT_EQ(charts.at("busy"), (V{"system/busy/actor_infer", "system/busy/actor_train"}));
+  EXPECT_EQ(charts.size(), 6u);
   EXPECT_TRUE(track::select_charts({"actor/clipfrac", "env/FrozenLake/success_rate"}).empty());
   EXPECT_TRUE(track::select_charts({}).empty());
 }

@@ -12,6 +12,7 @@
 #include "roll/config/model_path.h"
 #include "roll/config/placement.h"
 #include "roll/config/reader.h"
+#include "roll/config/slot_usage.h"
 
 namespace roll::cli {
 namespace {
@@ -73,6 +74,7 @@ void run(const ValidateOptions& o) {
     std::cout << config::to_yaml(config::write_pipeline_config(loaded.config)) << "\n\n";
   }
   std::cout << config::format_placement_plan(plan, o.show_env);
+  for (const auto& line : config::idle_slot_advice(loaded.config, plan)) std::cout << "note: " << line << "\n";
   for (const auto& w : warnings) std::cerr << "warning: " << w << "\n";
   std::cout << fmt::format("OK: {} is a valid {} config ({} warning(s))\n", loaded.file,
                            config::pipeline_kind_name(loaded.config.kind), warnings.size());

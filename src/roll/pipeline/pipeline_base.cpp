@@ -11,6 +11,7 @@
 #include "roll/core/error.h"
 #include "roll/core/log.h"
 #include "roll/core/progress.h"
+#include "roll/pipeline/step_profile.h"
 #include "roll/rl/balance.h"
 #include "roll/track/tracker.h"
 #include "roll/workers/metrics_json.h"
@@ -365,11 +366,15 @@ int PipelineBase::run() {
   if (auto dir = find_resume_checkpoint(resume_value, c.output_dir)) resume(*dir);
 
   double last_step_s = 0;
+  std::vector<runtime::Cluster*> running;
+  for (auto& [name, cl] : clusters_) running.push_back(cl.get());
+  ClusterBusy busy(std::move(running));
   auto progress = make_step_progress();
   progress->start(start_step_ > 0 ? fmt::format("pipeline (resumed at step {})", start_step_) : "pipeline",
                   c.max_steps - start_step_, "step");
   for (int64_t step = start_step_; step < c.max_steps; ++step) {
     const auto t0 = std::chrono::steady_clock::now();
+    busy.start();
     log::info("pipeline step {} start...", step);
     Metrics m = model_update(step);
     m["time/step_model_update"] = m.count("time/actor_train/model_update/total") ? m["time/actor_train/model_update/total"] : 0.0;
@@ -381,13 +386,18 @@ int PipelineBase::run() {
     for (auto& [k, v] : run_step(step)) m[k] = v;
     m["time/step_total"] = last_step_s;  // as ROLL: the previous step's wall time
     m["system/step"] = static_cast<double>(step);
+    history_.push_back(nlohmann::json(m));  // what a checkpoint of this step saves as its log history
+    for (auto& [k, v] : checkpoint(step)) m[k] = v;
+    // The profile covers the step up to here; logging the record is the one part it leaves out.
+    const double wall_s = seconds_since(t0);
+    add_step_times(m, wall_s);
+    busy.finish(m, wall_s);
+    for (const auto& [k, v] : m) history_.back()[k] = v;
     nlohmann::json record(m);
-    history_.push_back(record);
-    for (auto& [k, v] : checkpoint(step)) record[k] = v;
     tracker_->log(step, record);
     if (c.logging_steps > 0 && step % c.logging_steps == 0) log::info("metrics step {}: {}", step, record.dump());
     last_step_s = seconds_since(t0);
-    log::info("pipeline step {} finished ({:.1f} s)", step, last_step_s);
+    log::info("pipeline step {} finished ({})", step, format_step_profile(m));
     progress->set_postfix(progress_postfix(m));
     progress->advance();
   }

@@ -27,6 +27,8 @@ struct Payload {
 // Methods every RpcServer serves itself, whatever the role (the roles' own: workers/rpc_methods.h).
 inline constexpr char kPingMethod[] = "__ping";          // nothing -> nothing
 inline constexpr char kShutdownMethod[] = "__shutdown";  // nothing -> nothing, then serve() returns
+// nothing -> {"busy_s": seconds the worker spent in serial handlers and engine steps (roll/core/busy_clock.h)}
+inline constexpr char kBusyMethod[] = "__busy";
 
 enum class MessageKind { call, ok, error };
 

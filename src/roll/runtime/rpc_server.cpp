@@ -5,8 +5,10 @@
 #include <deque>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <thread>
 
+#include "roll/core/busy_clock.h"
 #include "roll/core/error.h"
 #include "roll/core/log.h"
 #include "roll/runtime/outbox.h"
@@ -102,6 +104,7 @@ struct RpcServer::Impl {
     state->method = m.method;
     Responder reply(state);
     if (m.method == kPingMethod) return reply.ok();
+    if (m.method == kBusyMethod) return reply.ok(Payload(nlohmann::json{{"busy_s", busy_seconds()}}));
     if (m.method == kShutdownMethod) {
       reply.ok();
       stopping = true;
@@ -116,7 +119,12 @@ struct RpcServer::Impl {
     // A handler that throws before answering (or before taking the Responder to answer later)
     // answers with the exception's message.
     auto keep = std::make_shared<Responder>(std::move(reply));
-    auto call = [handler = it->second.handler, payload = std::move(m.payload), keep]() mutable {
+    auto call = [handler = it->second.handler, payload = std::move(m.payload), keep,
+                 serial = it->second.mode == RunMode::serial]() mutable {
+      // Serial methods are the worker's work (train_step, compute_log_probs, rewards): the step
+      // profile counts them busy. Inline ones only take a request and answer later.
+      std::optional<BusyScope> busy;
+      if (serial) busy.emplace();
       try {
         handler(std::move(payload), *keep);
       } catch (const std::exception& e) {

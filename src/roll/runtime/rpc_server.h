@@ -49,7 +49,8 @@ class RpcServer {
   // Convenience for serial methods that compute a result.
   void on_call(const std::string& method, std::function<Payload(Payload)> fn);
 
-  // Serves until stop() or a `__shutdown` call (answered first). Built in: `__ping`.
+  // Serves until stop() or a `__shutdown` call (answered first). Built in: `__ping`, `__busy`
+  // (serial handlers run inside a BusyScope).
   void serve();
   void stop();  // from any thread
 

@@ -25,6 +25,7 @@ const std::vector<ChartSpec>& report_chart_specs() {
       {"throughput", "Throughput", "tokens/s", {R"(system/tps)"}, Better::none, true},
       {"time_per_phase", "Time per phase", "seconds",
        {R"(time/step_[^/]+)", R"(time/val_step)"}, Better::lower, false},
+      {"busy", "Busy share per cluster", "share of the step's wall time", {R"(system/busy/.+)"}, Better::none, false},
   };
   return specs;
 }

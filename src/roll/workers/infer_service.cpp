@@ -7,6 +7,7 @@
 #include <mutex>
 #include <thread>
 
+#include "roll/core/busy_clock.h"
 #include "roll/core/error.h"
 #include "roll/core/log.h"
 #include "roll/engine/engine_core.h"
@@ -83,6 +84,7 @@ struct InferService::Impl {
       for (const auto& id : abort_now_ids) abort_now(id);
       if (engine->has_unfinished() && !engine->sleeping()) {
         try {
+          BusyScope busy;
           engine->step();
         } catch (const std::exception& e) {
           // A failed step fails every running request rather than the worker.
