@@ -39,6 +39,16 @@ TEST(RlDynamicBatchingShard, SpecVector) {
   EXPECT_EQ(mb[1][0].item<int64_t>(), 1);
 }
 
+TEST(RlDynamicBatchingShard, SortedShardsWalkLikeTheShard) {
+  // The spec vector's shards after the sort and deal: rank 0 [2, 4, 6], rank 1 [3, 4, 7].
+  DynamicBatchingPlan plan = plan_sorted_shards({{2, 4, 6}, {3, 4, 7}}, 20, 20, 2);
+  EXPECT_EQ(plan.micro_batch_indices, (Ranges{{0, 2}, {2, 3}}));
+  EXPECT_EQ(plan.micro_batch_lengths, (std::vector<int64_t>{4, 8}));
+  EXPECT_TRUE(plan.order.empty());
+  EXPECT_DOUBLE_EQ(plan.metrics.reduce().at("dynamic_batching/actual_tokens"), 32);
+  EXPECT_THROW(plan_sorted_shards({{2, 4}, {3}}, 20, 20, 2), Error);  // shards of different sizes
+}
+
 TEST(RlDynamicBatchingShard, PrefixAndErrors) {
   DynamicBatchingPlan plan = dynamic_batching_shard({2, 2}, 4, 1, 8, 2, 1, 0, "actor_train");
   EXPECT_TRUE(plan.metrics.contains("dynamic_batching/actor_train/valid_tokens"));

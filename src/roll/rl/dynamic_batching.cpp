@@ -37,31 +37,29 @@ void split_ranges_to_pp_multiple(std::vector<Range>& ranges, std::vector<int64_t
   }
 }
 
-DynamicBatchingPlan dynamic_batching_shard(const std::vector<int64_t>& seq_lens, int64_t padded_width, int64_t dp,
-                                           int64_t max_tokens, int64_t round, int64_t pp, int64_t vpp,
-                                           std::string_view log_prefix) {
-  const int64_t B = static_cast<int64_t>(seq_lens.size());
+DynamicBatchingPlan plan_sorted_shards(const std::vector<std::vector<int64_t>>& shard_lens, int64_t padded_width,
+                                       int64_t max_tokens, int64_t round, int64_t pp, int64_t vpp,
+                                       std::string_view log_prefix) {
+  const int64_t dp = static_cast<int64_t>(shard_lens.size());
   if (dp <= 0 || round <= 0 || max_tokens <= 0)
     throw Error(fmt::format("dynamic batching needs positive dp_size ({}), sequence_length_round ({}) and "
                             "max_tokens_per_microbatch ({})",
                             dp, round, max_tokens));
   if (pp <= 0) throw Error(fmt::format("pipeline_model_parallel_size must be a positive integer, got {}", pp));
-  if (B == 0 || B % dp != 0)
-    throw Error(fmt::format("dynamic batching: {} samples do not split evenly over dp_size {}", B, dp));
-  std::vector<int64_t> sorted(B);
-  std::iota(sorted.begin(), sorted.end(), 0);
-  std::stable_sort(sorted.begin(), sorted.end(), [&](int64_t a, int64_t b) { return seq_lens[a] < seq_lens[b]; });
-  const int64_t shard = B / dp;
-  DynamicBatchingPlan plan;
-  for (int64_t r = 0; r < dp; ++r)
-    for (int64_t j = 0; j < shard; ++j) plan.order.push_back(sorted[r + j * dp]);
+  const int64_t shard = static_cast<int64_t>(shard_lens.front().size());
+  for (const auto& s : shard_lens)
+    if (static_cast<int64_t>(s.size()) != shard)
+      throw Error(fmt::format("dynamic batching: shards of {} and {} samples; every dp rank needs as many",
+                              shard, s.size()));
+  if (shard == 0) throw Error("dynamic batching: no samples to plan");
 
+  DynamicBatchingPlan plan;
   plan.micro_batch_indices = {Range{0, 0}};
   plan.micro_batch_lengths = {0};
   int64_t run_max = round;  // a micro-batch is at least `round` long
   for (int64_t j = 0; j < shard; ++j) {
     int64_t lj = 0;
-    for (int64_t r = 0; r < dp; ++r) lj = std::max(lj, seq_lens[plan.order[r * shard + j]]);
+    for (const auto& s : shard_lens) lj = std::max(lj, s[static_cast<size_t>(j)]);
     lj = (lj + round - 1) / round * round;
     if (lj > max_tokens)
       throw Error(fmt::format("dynamic batching: a sequence padded to {} tokens (sequence_length_round {}) exceeds "
@@ -88,8 +86,9 @@ DynamicBatchingPlan dynamic_batching_shard(const std::vector<int64_t>& seq_lens,
                               shard));
     split_ranges_to_pp_multiple(plan.micro_batch_indices, plan.micro_batch_lengths, pp, 0);
   }
-  int64_t valid = std::accumulate(seq_lens.begin(), seq_lens.end(), int64_t{0});
-  int64_t origin = B * padded_width;
+  int64_t valid = 0;
+  for (const auto& s : shard_lens) valid = std::accumulate(s.begin(), s.end(), valid);
+  int64_t origin = dp * shard * padded_width;
   int64_t actual = total * dp;
   std::string prefix = log_prefix.empty() ? "dynamic_batching" : fmt::format("dynamic_batching/{}", log_prefix);
   plan.metrics.add(prefix + "/valid_tokens", static_cast<double>(valid));
@@ -98,6 +97,29 @@ DynamicBatchingPlan dynamic_batching_shard(const std::vector<int64_t>& seq_lens,
   plan.metrics.add(prefix + "/removed_padding_tokens", static_cast<double>(origin - actual));
   plan.metrics.add(prefix + "/removed_padding_ratio",
                    origin > 0 ? static_cast<double>(origin - actual) / static_cast<double>(origin) : 0.0);
+  return plan;
+}
+
+DynamicBatchingPlan dynamic_batching_shard(const std::vector<int64_t>& seq_lens, int64_t padded_width, int64_t dp,
+                                           int64_t max_tokens, int64_t round, int64_t pp, int64_t vpp,
+                                           std::string_view log_prefix) {
+  const int64_t B = static_cast<int64_t>(seq_lens.size());
+  if (dp <= 0) throw Error(fmt::format("dynamic batching needs a positive dp_size, got {}", dp));
+  if (B == 0 || B % dp != 0)
+    throw Error(fmt::format("dynamic batching: {} samples do not split evenly over dp_size {}", B, dp));
+  std::vector<int64_t> sorted(B);
+  std::iota(sorted.begin(), sorted.end(), 0);
+  std::stable_sort(sorted.begin(), sorted.end(), [&](int64_t a, int64_t b) { return seq_lens[a] < seq_lens[b]; });
+  const int64_t shard = B / dp;
+  std::vector<int64_t> order;
+  std::vector<std::vector<int64_t>> shard_lens(static_cast<size_t>(dp));
+  for (int64_t r = 0; r < dp; ++r)
+    for (int64_t j = 0; j < shard; ++j) {
+      order.push_back(sorted[r + j * dp]);
+      shard_lens[static_cast<size_t>(r)].push_back(seq_lens[order.back()]);
+    }
+  DynamicBatchingPlan plan = plan_sorted_shards(shard_lens, padded_width, max_tokens, round, pp, vpp, log_prefix);
+  plan.order = std::move(order);
   return plan;
 }
 

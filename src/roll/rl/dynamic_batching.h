@@ -32,6 +32,15 @@ DynamicBatchingPlan dynamic_batching_shard(const std::vector<int64_t>& seq_lens,
                                            int64_t virtual_pipeline_model_parallel_size = 0,
                                            std::string_view log_prefix = {});
 
+// The micro-batch walk of dynamic_batching_shard over shards already sorted by length: shard_lens[r][j]
+// is the j-th shortest length of shard r, every shard as long (`order` is left empty). The metrics
+// count every shard's samples, each padded_width long before.
+DynamicBatchingPlan plan_sorted_shards(const std::vector<std::vector<int64_t>>& shard_lens, int64_t padded_width,
+                                       int64_t max_tokens_per_microbatch, int64_t sequence_length_round,
+                                       int64_t pipeline_model_parallel_size = 1,
+                                       int64_t virtual_pipeline_model_parallel_size = 0,
+                                       std::string_view log_prefix = {});
+
 // Halves the largest (first, on ties) range with more than one sample until ranges.size() is a multiple
 // of pp; an error naming `mini_batch_index` when no range can be split.
 void split_ranges_to_pp_multiple(std::vector<Range>& ranges, std::vector<int64_t>& lengths, int64_t pp,
