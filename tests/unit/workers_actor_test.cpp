@@ -512,9 +512,15 @@ TEST(WorkersActorConfig, ErrorsNameTheKeyOrTheTensor) {
 
   ScratchDir tmp;
   const std::string dir = write_model(tmp.path + "/model");
+  // Dynamic batching without a token budget (ROLL's default max_tokens_per_microbatch_in_train: 0).
   p = to_config(c);
   p.actor_train.use_dynamic_batching_in_train = true;
-  EXPECT_THROW(workers::ActorTrainer(p, p.actor_train, dir, 0, 1, nullptr, to_options(c)), NotSupportedError);
+  try {
+    workers::ActorTrainer(p, p.actor_train, dir, 0, 1, nullptr, to_options(c));
+    ADD_FAILURE() << "dynamic batching without a token budget was accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.key(), "actor_train.max_tokens_per_microbatch_in_train");
+  }
 
   auto m0 = model::Transformer::load(dir, at::kFloat);
   Batch batch = worker_batch(*m0, kDataSeed);

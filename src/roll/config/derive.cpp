@@ -121,12 +121,35 @@ void check_data_args(Ctx& x, const std::string& key, const std::optional<DataArg
   }
 }
 
-// A role whose worker loads a model: its architecture, dtype and batching are ones the worker takes.
-void check_model_role(Ctx& x, const std::string& role, const WorkerConfig& w, bool trains) {
-  if (trains && w.use_dynamic_batching_in_train)
+// Dynamic batching (docs/workers.md): actor_train and critic plan token-budget micro-batches for
+// training, they and the reference for their forward passes; a budget must hold one rounded
+// sequence. ROLL's SFT pipeline plans none.
+void check_dynamic_batching(Ctx& x, const std::string& role, const WorkerConfig& w) {
+  auto check_budget = [&](const std::string& phase, std::optional<int64_t> max_tokens, int64_t round) {
+    const std::string round_key = role + ".sequence_length_round_in_" + phase;
+    const std::string max_key = role + ".max_tokens_per_microbatch_in_" + phase;
+    if (round <= 0)
+      x.error(round_key, fmt::format("use_dynamic_batching_in_{} needs a positive sequence_length_round_in_{}, got {}",
+                                     phase, phase, round));
+    else if (max_tokens.value_or(0) < round)
+      x.error(max_key, fmt::format("use_dynamic_batching_in_{} needs a token budget of at least "
+                                   "sequence_length_round_in_{} ({}), got {}",
+                                   phase, phase, round, max_tokens ? std::to_string(*max_tokens) : "none"));
+  };
+  const bool trainer = role == "actor_train" || role == "critic";
+  if (role == "sft_train" && w.use_dynamic_batching_in_train)
     x.error(role + ".use_dynamic_batching_in_train",
-            "dynamic batching in training is not supported in rollcpp yet (micro-batches are "
-            "per_device_train_batch_size rows); see docs/known-gaps.md");
+            "dynamic batching in SFT is not supported (ROLL's SFT pipeline plans no dynamic micro-batches); see "
+            "docs/known-gaps.md");
+  if (trainer && w.use_dynamic_batching_in_train)
+    check_budget("train", w.max_tokens_per_microbatch_in_train, w.sequence_length_round_in_train);
+  if ((trainer || role == "reference") && w.use_dynamic_batching_in_infer)
+    check_budget("infer", w.max_tokens_per_microbatch_in_infer, w.sequence_length_round_in_infer);
+}
+
+// A role whose worker loads a model: its architecture, dtype and batching are ones the worker takes.
+void check_model_role(Ctx& x, const std::string& role, const WorkerConfig& w) {
+  check_dynamic_batching(x, role, w);
   if (w.model_args.dtype == "fp16")
     x.error(role + ".model_args.dtype", "fp16: rollcpp runs models in fp32 or bf16 (fp16 training needs dynamic loss "
                                         "scaling, which is not implemented); use bf16");
@@ -800,7 +823,7 @@ void derive_and_check(PipelineConfig& c, const NodePtr& resolved, Platform platf
     derive_sft(x);
     derive_worker(x, "sft_train", c.sft_train, true);
     check_platform_strategy(x, "sft_train", c.sft_train);
-    check_model_role(x, "sft_train", c.sft_train, true);
+    check_model_role(x, "sft_train", c.sft_train);
     check_data_args(x, "sft_train.data_args", c.sft_train.data_args);
     if (c.sft_train.strategy_args && is_inference_strategy(c.sft_train.strategy_args->strategy_name))
       x.error("sft_train.strategy_args.strategy_name", "sft_train needs a training strategy");
@@ -828,8 +851,7 @@ void derive_and_check(PipelineConfig& c, const NodePtr& resolved, Platform platf
     if (std::string(role) == "critic" && !critic_started) continue;
     if (std::string(role) == "reference" && !c.enable_reference) continue;
     check_platform_strategy(x, role, w);
-    const bool trains = std::string(role) == "actor_train" || std::string(role) == "critic";
-    check_model_role(x, role, w, trains);
+    check_model_role(x, role, w);
   }
   check_generating_args(x, "actor_infer.generating_args", c.actor_infer.generating_args);
   if (c.actor_train.pg_variant && c.actor_train.worker_cls &&
@@ -851,7 +873,7 @@ void derive_and_check(PipelineConfig& c, const NodePtr& resolved, Platform platf
     }
     for (const auto& [domain, r] : c.rewards)
       if (r.worker.worker_cls.value_or("").ends_with("LLMJudgeRewardWorker"))
-        check_model_role(x, "rewards." + domain, r.worker, false);
+        check_model_role(x, "rewards." + domain, r.worker);
     if (c.reward_model) derive_worker(x, "reward_model", *c.reward_model, true);
   } else {
     derive_agentic(x);

@@ -15,8 +15,6 @@ constexpr KeyEntry ignored(std::string_view key, std::string_view reason) { retu
 constexpr std::string_view kLora = "LoRA is not supported (model_args.lora_target is refused)";
 constexpr std::string_view kMedia = "no image, video or audio input in rollcpp";
 constexpr std::string_view kPacking = "sequence packing is not implemented";
-constexpr std::string_view kTrainDynamic = "dynamic batching in training is refused (use_dynamic_batching_in_train)";
-constexpr std::string_view kInferDynamic = "forward passes use infer_batch_size (no dynamic batching)";
 constexpr std::string_view kApiJudge = "API judges are refused (judge_model_type: api)";
 constexpr std::string_view kEnvMonitor = "no environment hang monitor in rollcpp";
 constexpr std::string_view kProfiler = "no profiler in rollcpp";
@@ -152,12 +150,12 @@ constexpr KeyEntry kRegistry[] = {
     consumed("WorkerConfig.topr_positive_weight", "src/roll/workers/loss_params_from_config.cpp"),
     consumed("WorkerConfig.topr_negative_weight", "src/roll/workers/loss_params_from_config.cpp"),
     ignored("WorkerConfig.max_concurrency", "rollcpp sizes each worker's request concurrency itself"),
-    consumed("WorkerConfig.use_dynamic_batching_in_train", "src/roll/workers/role_model.cpp"),  // true is refused
-    ignored("WorkerConfig.max_tokens_per_microbatch_in_train", kTrainDynamic),
-    ignored("WorkerConfig.sequence_length_round_in_train", kTrainDynamic),
-    ignored("WorkerConfig.use_dynamic_batching_in_infer", kInferDynamic),
-    ignored("WorkerConfig.max_tokens_per_microbatch_in_infer", kInferDynamic),
-    ignored("WorkerConfig.sequence_length_round_in_infer", kInferDynamic),
+    consumed("WorkerConfig.use_dynamic_batching_in_train", "src/roll/workers/token_budget.cpp"),
+    consumed("WorkerConfig.max_tokens_per_microbatch_in_train", "src/roll/workers/token_budget.cpp"),
+    consumed("WorkerConfig.sequence_length_round_in_train", "src/roll/workers/token_budget.cpp"),
+    consumed("WorkerConfig.use_dynamic_batching_in_infer", "src/roll/workers/token_budget.cpp"),
+    consumed("WorkerConfig.max_tokens_per_microbatch_in_infer", "src/roll/workers/token_budget.cpp"),
+    consumed("WorkerConfig.sequence_length_round_in_infer", "src/roll/workers/token_budget.cpp"),
     ignored("WorkerConfig.offload_nccl", "no NCCL buffer offload in rollcpp"),
     ignored("WorkerConfig.use_sequence_packing", kPacking),
     ignored("WorkerConfig.sequence_packing_args", kPacking),

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <optional>
 
 #include "roll/comm/process_group.h"
 #include "roll/core/error.h"
@@ -13,6 +14,7 @@
 #include "roll/train/options_from_config.h"
 #include "roll/train/strategy.h"
 #include "roll/workers/dp_sum.h"
+#include "roll/workers/dynamic_micro_batches.h"
 #include "roll/workers/forward_batches.h"
 #include "roll/workers/trim_padding.h"
 #include "roll/workers/loss_params_from_config.h"
@@ -48,6 +50,7 @@ struct ActorTrainer::Impl {
   bool difficulty_loss_weight = false, length_loss_weight = false;
   bool apply_loss_scale = true;
   int64_t infer_batch_size = 16;
+  std::optional<TokenBudget> train_budget, infer_budget;  // dynamic batching, when the role enables it
   int world = 1;
   std::shared_ptr<comm::ProcessGroup> norm_group;  // a sibling of the gradient group: its own stream
   std::unique_ptr<train::TrainStrategy> strategy;
@@ -143,7 +146,6 @@ ActorTrainer::ActorTrainer(const config::PipelineConfig& pipeline, const config:
   Impl& s = *impl_;
   s.name = role_name(actor, "actor_train");
   check_role_rank(s.name, rank, world_size, group);
-  check_train_features(actor, s.name);
   s.agentic = agentic_loss(pipeline);
   s.loss = policy_loss_params(pipeline, actor);
   s.train_infer = train_infer_params(pipeline);
@@ -152,6 +154,8 @@ ActorTrainer::ActorTrainer(const config::PipelineConfig& pipeline, const config:
   s.length_loss_weight = pipeline.length_loss_weight;
   s.apply_loss_scale = actor.apply_loss_scale;
   s.infer_batch_size = actor.infer_batch_size;
+  s.train_budget = train_token_budget(actor, s.name);
+  s.infer_budget = infer_token_budget(actor, s.name);
   s.world = world_size;
   s.strategy = std::make_unique<train::TrainStrategy>(load_role_model(model_dir, actor, s.name), std::move(options),
                                                       group);
@@ -191,9 +195,15 @@ Batch ActorTrainer::train_step(const Batch& batch) {
     cache.filled.assign(static_cast<size_t>(B), 0);
   }
 
+  std::optional<MicroBatchRows> dynamic;
+  if (s.train_budget)
+    dynamic = dynamic_micro_batches(in.fwd.attention_mask, *s.train_budget, s.norm_group.get(), role + "/train_step");
+  const std::vector<train::MiniBatchPlan> plan =
+      dynamic ? dynamic_mini_batches(*dynamic, o.gradient_accumulation_steps, o.ppo_epochs)
+              : train::plan_mini_batches(B, o.per_device_train_batch_size, o.gradient_accumulation_steps,
+                                         o.ppo_epochs, o.seed);
   rl::MetricMap metrics;
-  for (const train::MiniBatchPlan& mini :
-       train::plan_mini_batches(B, o.per_device_train_batch_size, o.gradient_accumulation_steps, o.ppo_epochs, o.seed)) {
+  for (const train::MiniBatchPlan& mini : plan) {
     // Global normalisers of this backward mini-batch (docs/rl.md): tokens and valid samples of m and
     // fm, summed over the data-parallel ranks (at least 1, as ROLL).
     std::vector<int64_t> rows;
@@ -210,7 +220,8 @@ Batch ActorTrainer::train_step(const Batch& batch) {
     const rl::AggNorm norm_final{std::max(global[2], 1.0), std::max(global[3], 1.0)};
 
     const int64_t n = static_cast<int64_t>(mini.micro_batches.size());
-    const double scale = s.apply_loss_scale ? rl::loss_scale_factor(n, s.world) : 1.0;
+    double scale = s.apply_loss_scale ? rl::loss_scale_factor(n, s.world) : 1.0;
+    if (dynamic) scale *= dynamic_accumulation_factor(n, o.gradient_accumulation_steps);
     train::StepStats st = s.strategy->train_step(n, [&](int64_t i) {
       return s.micro_loss(in, mini.micro_batches[static_cast<size_t>(i)], norm_response, norm_final, cache, metrics) *
              scale;
@@ -218,8 +229,11 @@ Batch ActorTrainer::train_step(const Batch& batch) {
     metrics.add(role + "/grad_norm", st.grad_norm);
   }
 
-  const int64_t backward_steps = B * o.ppo_epochs / (o.per_device_train_batch_size * o.gradient_accumulation_steps);
+  const int64_t backward_steps =
+      dynamic ? static_cast<int64_t>(plan.size())
+              : B * o.ppo_epochs / (o.per_device_train_batch_size * o.gradient_accumulation_steps);
   rl::MetricMap reported = average_sum_metrics(metrics, backward_steps);
+  if (dynamic) reported.merge(dynamic->metrics);
   reported.add("actor/lr", s.strategy->current_lr());
   reported.add("actor/backward_steps", static_cast<double>(backward_steps));
   Batch out;
@@ -229,8 +243,12 @@ Batch ActorTrainer::train_step(const Batch& batch) {
 
 Batch ActorTrainer::compute_log_probs(const Batch& batch) {
   Impl& s = *impl_;
+  const MicroBatchRows micro =
+      batch.empty() ? MicroBatchRows{}
+                    : forward_micro_batches(batch_tensor(batch, "attention_mask", s.name), s.infer_batch_size,
+                                            s.infer_budget, s.norm_group.get(), s.name + "/compute_log_probs");
   return forward_log_probs(
-      batch, s.infer_batch_size,
+      batch, micro,
       [&](const ForwardInputs& in) {
         return log_probs_on_used_columns(
             [&](const at::Tensor& ids, const at::Tensor& mask, const at::Tensor& pos, const at::Tensor&) {

@@ -8,9 +8,11 @@
 //   Batch out = actor.train_step(batch);          // out.meta["metrics"]: actor/pg_loss@sum, ...
 //
 // train_step (docs/rl.md): ppo_epochs passes over the rank's rows in plan_mini_batches
-// order; per mini-batch the normalisers of m = response_mask[:, 1:] and fm = final_response_mask
-// are summed over the ranks, every micro-batch loss (rl::policy_loss) is scaled by
-// rl::loss_scale_factor and one optimizer step follows. See docs/workers.md.
+// order (with use_dynamic_batching_in_train: the token-budget micro-batches of
+// dynamic_micro_batches.h, gradient_accumulation_steps per mini-batch, unshuffled); per mini-batch
+// the normalisers of m = response_mask[:, 1:] and fm = final_response_mask are summed over the
+// ranks, every micro-batch loss (rl::policy_loss) is scaled by rl::loss_scale_factor and one
+// optimizer step follows. See docs/workers.md.
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -50,7 +52,8 @@ class ActorTrainer {
   // non-tensor `difficulty` (difficulty_loss_weight). Returns an empty batch whose meta["metrics"]
   // holds ROLL's actor metrics (metrics_json.h format; "@sum" values already ÷ backward steps).
   Batch train_step(const Batch& batch);
-  // No grad, in infer_batch_size micro-batches: log_probs and entropy [B, S-1] × response_mask[:, 1:].
+  // No grad, in infer_batch_size micro-batches (or dynamic ones, use_dynamic_batching_in_infer):
+  // log_probs and entropy [B, S-1] × response_mask[:, 1:], in the batch's row order.
   Batch compute_log_probs(const Batch& batch);
 
   // train/checkpoint.h under `root` (ROLL: <output_dir>/<worker name>); collective.

@@ -38,10 +38,11 @@ class CriticTrainer {
   CriticTrainer(const CriticTrainer&) = delete;
   CriticTrainer& operator=(const CriticTrainer&) = delete;
 
-  // No grad, in infer_batch_size micro-batches: `values` [B, S-1] = value head output[:, :-1]
-  // (unmasked, as ROLL).
+  // No grad, in infer_batch_size micro-batches (or dynamic ones, use_dynamic_batching_in_infer):
+  // `values` [B, S-1] = value head output[:, :-1] (unmasked, as ROLL), in the batch's row order.
   Batch compute_values(const Batch& batch);
-  // One epoch over the rank's rows in plan_mini_batches order. Reads input_ids, attention_mask,
+  // One epoch over the rank's rows in plan_mini_batches order (or dynamic micro-batches,
+  // use_dynamic_batching_in_train: dynamic_micro_batches.h). Reads input_ids, attention_mask,
   // position_ids, response_mask [B, S]; values (V_old) and returns [B, S-1]. meta["metrics"]:
   // critic/{loss, value, vpred, clipfrac, error} per micro-batch, <name>/grad_norm per step, critic/lr.
   Batch train_step(const Batch& batch);

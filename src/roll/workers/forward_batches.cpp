@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "roll/core/error.h"
+#include "roll/workers/metrics_json.h"
 
 namespace roll::workers {
 namespace {
@@ -21,6 +22,14 @@ const at::Tensor& batch_tensor(const Batch& batch, const std::string& key, const
 
 ForwardInputs ForwardInputs::rows(int64_t begin, int64_t end) const {
   return {input_ids.slice(0, begin, end), attention_mask.slice(0, begin, end), position_ids.slice(0, begin, end)};
+}
+
+ForwardInputs ForwardInputs::select(const std::vector<int64_t>& rows) const {
+  bool contiguous = !rows.empty();
+  for (size_t i = 1; i < rows.size() && contiguous; ++i) contiguous = rows[i] == rows[i - 1] + 1;
+  if (contiguous) return this->rows(rows.front(), rows.back() + 1);
+  const at::Tensor idx = at::tensor(rows, at::TensorOptions().dtype(at::kLong));
+  return {input_ids.index_select(0, idx), attention_mask.index_select(0, idx), position_ids.index_select(0, idx)};
 }
 
 ForwardInputs forward_inputs(const Batch& batch, const std::string& role) {
@@ -66,23 +75,33 @@ std::vector<std::pair<int64_t, int64_t>> infer_micro_batches(int64_t rows, int64
   return out;
 }
 
-Batch forward_log_probs(const Batch& batch, int64_t infer_batch_size, const LogProbForward& forward,
+MicroBatchRows fixed_micro_batches(int64_t rows, int64_t infer_batch_size) {
+  MicroBatchRows out;
+  for (const auto& [b, e] : infer_micro_batches(rows, infer_batch_size)) {
+    out.micro_batches.emplace_back();
+    for (int64_t r = b; r < e; ++r) out.micro_batches.back().push_back(r);
+  }
+  return out;
+}
+
+Batch forward_log_probs(const Batch& batch, const MicroBatchRows& micro, const LogProbForward& forward,
                         const std::string& role) {
   Batch result(batch.size());
-  result.meta["metrics"] = nlohmann::json::object();
+  result.meta["metrics"] = metrics_to_json(micro.metrics);
   if (batch.empty()) return result;
   const ForwardInputs in = forward_inputs(batch, role);
   const at::Tensor m = token_mask(batch, role);
   at::NoGradGuard no_grad;
-  std::vector<at::Tensor> lp, ent;
-  for (const auto& [b, e] : infer_micro_batches(batch.size(), infer_batch_size)) {
-    model::TokenLogProbs out = forward(in.rows(b, e));
-    lp.push_back(out.log_probs);
-    ent.push_back(out.entropy);
+  at::Tensor lp = at::zeros_like(m), ent = at::zeros_like(m);
+  for (const std::vector<int64_t>& rows : micro.micro_batches) {
+    model::TokenLogProbs out = forward(in.select(rows));
+    const at::Tensor idx = at::tensor(rows, at::TensorOptions().dtype(at::kLong));
+    lp.index_copy_(0, idx, out.log_probs.to(at::kFloat));
+    ent.index_copy_(0, idx, out.entropy.to(at::kFloat));
   }
   // ROLL masks both with the response mask (op_compute_log_probs / op_compute_entropy).
-  result.set_tensor("log_probs", at::cat(lp).to(at::kFloat) * m);
-  result.set_tensor("entropy", at::cat(ent).to(at::kFloat) * m);
+  result.set_tensor("log_probs", lp * m);
+  result.set_tensor("entropy", ent * m);
   return result;
 }
 

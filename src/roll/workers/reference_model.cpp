@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "roll/core/error.h"
+#include "roll/workers/dynamic_micro_batches.h"
 #include "roll/workers/forward_batches.h"
 #include "roll/workers/trim_padding.h"
 #include "roll/workers/role_model.h"
@@ -20,7 +21,9 @@ constexpr const char* kForwardOnly[] = {"hf_infer",       "megatron_infer", "fsd
 
 ReferenceModel::ReferenceModel(const config::PipelineConfig& pipeline, const config::WorkerConfig& reference,
                              const std::string& model_dir)
-    : name_(role_name(reference, "reference")), infer_batch_size_(reference.infer_batch_size) {
+    : name_(role_name(reference, "reference")),
+      infer_batch_size_(reference.infer_batch_size),
+      infer_budget_(infer_token_budget(reference, name_)) {
   const std::string strategy = reference.strategy_args ? reference.strategy_args->strategy_name : "hf_infer";
   if (std::find(std::begin(kForwardOnly), std::end(kForwardOnly), strategy) == std::end(kForwardOnly))
     throw ConfigError(name_ + ".strategy_args.strategy_name",
@@ -34,8 +37,13 @@ ReferenceModel::ReferenceModel(const config::PipelineConfig& pipeline, const con
 ReferenceModel::~ReferenceModel() = default;
 
 Batch ReferenceModel::compute_log_probs(const Batch& batch) {
+  // No process group: each rank plans its own rows (forward-only, so the ranks need not agree).
+  const MicroBatchRows micro =
+      batch.empty() ? MicroBatchRows{}
+                    : forward_micro_batches(batch_tensor(batch, "attention_mask", name_), infer_batch_size_,
+                                            infer_budget_, nullptr, name_ + "/compute_log_probs");
   return forward_log_probs(
-      batch, infer_batch_size_,
+      batch, micro,
       [&](const ForwardInputs& in) {
         return log_probs_on_used_columns(
             [&](const at::Tensor& ids, const at::Tensor& mask, const at::Tensor& pos, const at::Tensor&) {

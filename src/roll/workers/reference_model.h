@@ -5,10 +5,12 @@
 // process group: the dispatcher splits the batch over the ranks, each computes its share.
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "roll/config/schema.h"
 #include "roll/core/batch.h"
+#include "roll/workers/token_budget.h"
 
 namespace roll::model {
 class Transformer;
@@ -24,8 +26,9 @@ class ReferenceModel {
                 const std::string& model_dir);
   ~ReferenceModel();
 
-  // No grad, in infer_batch_size micro-batches: log_probs and entropy [B, S-1] × response_mask[:, 1:]
-  // (the pipeline renames log_probs to ref_log_probs, as ROLL).
+  // No grad, in infer_batch_size micro-batches (or dynamic ones, use_dynamic_batching_in_infer):
+  // log_probs and entropy [B, S-1] × response_mask[:, 1:] in the batch's row order (the pipeline
+  // renames log_probs to ref_log_probs, as ROLL).
   Batch compute_log_probs(const Batch& batch);
 
   const std::string& name() const;  // reference unless the worker config names it
@@ -34,6 +37,7 @@ class ReferenceModel {
  private:
   std::string name_;
   int64_t infer_batch_size_ = 16;
+  std::optional<TokenBudget> infer_budget_;
   std::shared_ptr<model::Transformer> model_;
 };
 

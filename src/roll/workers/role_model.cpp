@@ -19,12 +19,6 @@ void check_role_rank(const std::string& role, int rank, int world, const std::sh
                             group ? fmt::format("rank {} of {}", group->rank(), group->size()) : "none"));
 }
 
-void check_train_features(const config::WorkerConfig& worker, const std::string& role) {
-  // ROLL cuts the mini-batches by token budget on the driver (docs/rl.md); the trainers take
-  // per_device_train_batch_size rows.
-  if (worker.use_dynamic_batching_in_train) throw NotSupportedError(role + ".use_dynamic_batching_in_train: true");
-}
-
 at::ScalarType role_dtype(const config::WorkerConfig& worker, const std::string& role) {
   const std::string& d = worker.model_args.dtype;
   if (d == "fp32") return at::kFloat;

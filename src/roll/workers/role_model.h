@@ -22,10 +22,6 @@ std::string role_name(const config::WorkerConfig& worker, const std::string& fal
 // `group` (the role's data-parallel group) must be rank `rank` of `world`; null only when world is 1.
 void check_role_rank(const std::string& role, int rank, int world, const std::shared_ptr<comm::ProcessGroup>& group);
 
-// Training options a trainer does not implement (use_dynamic_batching_in_train) are a
-// NotSupportedError naming the key.
-void check_train_features(const config::WorkerConfig& worker, const std::string& role);
-
 // fp32 -> kFloat, bf16 -> kBFloat16; fp16 is a ConfigError naming <role>.model_args.dtype.
 at::ScalarType role_dtype(const config::WorkerConfig& worker, const std::string& role);
 

@@ -89,7 +89,9 @@ SftTrainer::SftTrainer(const config::PipelineConfig& pipeline, const config::Wor
   Impl& s = *impl_;
   s.name = role_name(worker, "sft_train");
   check_role_rank(s.name, rank, world_size, group);
-  check_train_features(worker, s.name);
+  // ROLL's SFT pipeline plans no dynamic micro-batches for its strategy to follow.
+  if (worker.use_dynamic_batching_in_train)
+    throw NotSupportedError(s.name + ".use_dynamic_batching_in_train: true (dynamic batching in SFT)");
   s.apply_loss_scale = worker.apply_loss_scale;
   s.infer_batch_size = worker.infer_batch_size;
   s.world = world_size;
