@@ -98,11 +98,27 @@ assert not bad, bad[:10]
 print("B: step 3 reproduced (%d metrics)" % len(a[3]))
 PY
 
-echo "== C: colocated train and infer, 2 steps"
+echo "== C: colocated train and infer, dynamic batching in training and in the old log-probs, 2 steps"
 "$roll" rlvr "${common[@]}" output_dir=./outc exp_name=c max_steps=2 save_steps=10 \
-  'actor_train.device_mapping=list(range(0,2))' 'actor_infer.device_mapping=list(range(0,2))' > c.log 2>&1 \
+  'actor_train.device_mapping=list(range(0,2))' 'actor_infer.device_mapping=list(range(0,2))' \
+  enable_old_logprobs_recompute=true actor_train.use_dynamic_batching_in_train=true \
+  actor_train.max_tokens_per_microbatch_in_train=448 actor_train.use_dynamic_batching_in_infer=true \
+  actor_train.max_tokens_per_microbatch_in_infer=448 > c.log 2>&1 \
   || { tail -40 c.log; exit 1; }
 grep -q "model update: 0 infer rank(s) by broadcast, 2 by shared memory (2 computing from it)" c.log
+c_metrics="$(find . -path "*/c/*" -name metrics.jsonl | head -1)"
+$py - "$c_metrics" <<'PY'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+for r in rows:
+    m = r["metrics"]
+    for call in ("train_step", "compute_log_probs"):
+        p = "dynamic_batching/actor_train/%s/" % call
+        # Summed over the 2 ranks: the real tokens of the batch, and no more tokens run than before.
+        assert m[p + "valid_tokens"] > 0, (call, m.get(p + "valid_tokens"))
+        assert m[p + "actual_tokens"] <= m[p + "actual_tokens_origin"], (call, m)
+print("C: dynamic batching metrics ok")
+PY
 
 streaming=(--config_path "$root/examples/cpu" --config_name rlvr_arithmetic --quiet-workers
            pretrain=output/models/tiny generate_opt_level=1 rollout_batch_size=4 num_return_sequences_in_group=2

@@ -543,6 +543,29 @@ TEST(ConfigDerive, Bf16WarningFollowsThisCpuAndOnlyWhereTheMathRunsOnIt) {
   EXPECT_FALSE(has_warning(f.rlvr({}, Platform::npu), "bf16 on this CPU"));
 }
 
+TEST(ConfigDerive, AutoDtypeIsBf16WhereItIsFastAndFp32Elsewhere) {
+  core::CpuFeatures zen3;
+  zen3.avx2 = true;
+  core::CpuFeatures zen4 = zen3;
+  zen4.avx512f = zen4.avx512_bf16 = true;
+  core::CpuFeatures amx = zen3;
+  amx.amx_bf16 = true;
+  EXPECT_EQ(config::resolve_auto_dtype(true, zen3), "fp32");
+  EXPECT_EQ(config::resolve_auto_dtype(true, zen4), "bf16");
+  EXPECT_EQ(config::resolve_auto_dtype(true, amx), "bf16");
+  EXPECT_EQ(config::resolve_auto_dtype(false, zen3), "bf16");  // the products run on the accelerator
+  // Through the config: every role resolves for this CPU, and no bf16 warning follows from auto.
+  Fixture f;
+  const std::string expected = core::cpu_features().native_bf16() ? "bf16" : "fp32";
+  auto c = f.rlvr({"actor_train.model_args.dtype=auto", "actor_infer.model_args.dtype=auto",
+                   "reference.model_args.dtype=auto"});
+  EXPECT_EQ(c.config.actor_train.model_args.dtype, expected);
+  EXPECT_EQ(c.config.actor_infer.model_args.dtype, expected);
+  EXPECT_EQ(c.config.actor_train.training_args.bf16, expected == "bf16");
+  EXPECT_FALSE(has_warning(c, "bf16 on this CPU"));
+  EXPECT_EQ(f.rlvr({"actor_train.model_args.dtype=auto"}, Platform::npu).config.actor_train.model_args.dtype, "bf16");
+}
+
 TEST(ConfigDerive, AgenticOverlongRewardNeedsPerTurnSamples) {
   Fixture f;
   auto msg = error_of([&] {

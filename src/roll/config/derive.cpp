@@ -274,7 +274,8 @@ void derive_worker(Ctx& x, const std::string& role, WorkerConfig& w, bool needs_
   }
   if (w.model_args.lora_target)
     x.error(role + ".model_args.lora_target", "LoRA is not supported in rollcpp yet; see docs/known-gaps.md");
-  x.one_of(role + ".model_args.dtype", w.model_args.dtype, {"fp32", "bf16", "fp16"});
+  if (w.model_args.dtype == "auto") w.model_args.dtype = resolve_auto_dtype(x.rules.compute_on_cpu, core::cpu_features());
+  x.one_of(role + ".model_args.dtype", w.model_args.dtype, {"fp32", "bf16", "fp16", "auto"});
   if (needs_devices && x.rules.compute_on_cpu)
     if (auto slow = cpu_dtype_warning(w.model_args.dtype, core::cpu_features())) x.warn(role + ".model_args.dtype", *slow);
   if (w.model_args.dtype == "bf16") w.training_args.bf16 = true;

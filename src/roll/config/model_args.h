@@ -17,7 +17,7 @@ struct ModelArguments {
   bool disable_gradient_checkpointing = false;
   std::optional<bool> gradient_checkpointing_use_reentrant;
   std::string device_map = "balanced";
-  std::string dtype = "bf16";  // fp32 | bf16 | fp16
+  std::string dtype = "bf16";  // fp32 | bf16 | fp16 | auto (rollcpp: config/platform.h resolve_auto_dtype)
   std::optional<std::string> model_type;
   int64_t num_labels = 1;
   NodePtr model_config_kwargs;

@@ -69,6 +69,13 @@ std::optional<int> detected_device_count(Platform p, const std::string& dev_dir)
   return n;
 }
 
+std::string resolve_auto_dtype(bool compute_on_cpu, const core::CpuFeatures& cpu) {
+  // bf16 where it is the fast one: accelerators, and CPUs with bf16 products in hardware (on a Zen 4
+  // torch.mm 1024x896x4864 runs 312 GFLOP/s in bf16 against 181 in fp32; without them bf16 is ~30x
+  // slower than fp32).
+  return !compute_on_cpu || cpu.native_bf16() ? "bf16" : "fp32";
+}
+
 std::optional<std::string> cpu_dtype_warning(const std::string& dtype, const core::CpuFeatures& cpu) {
   if (dtype != "bf16" || cpu.native_bf16()) return std::nullopt;
   // Figures: torch.mm 1024x896x4864 on 2 threads of an AVX2-only Zen 3 (bf16 4.4, fp32 121 GFLOP/s).

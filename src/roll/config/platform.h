@@ -43,4 +43,8 @@ std::optional<int> detected_device_count(Platform p, const std::string& dev_dir 
 // AVX512-BF16 or AMX-BF16: ATen then widens every product in software); nullopt otherwise.
 std::optional<std::string> cpu_dtype_warning(const std::string& dtype, const core::CpuFeatures& cpu);
 
+// What `model_args.dtype: auto` (rollcpp's value, docs/compat.md) becomes: bf16 on accelerators and on
+// CPUs with native bf16, fp32 on the others. Resolved once, by the process that loads the config.
+std::string resolve_auto_dtype(bool compute_on_cpu, const core::CpuFeatures& cpu);
+
 }  // namespace roll::config

@@ -194,9 +194,15 @@ Metrics PipelineBase::compute_log_probs_and_values(Batch& batch) {
   if (config().enable_old_logprobs_recompute)
     old_f = cluster("actor_train")
                 .call(workers::rpc::kComputeLogProbs, runtime::Dispatch::dp_mp_compute, runtime::Payload(forward));
+  // The workers' own metrics (dynamic_batching/<role>/<call>/*, merged over the ranks by dispatch).
+  auto merge_metrics = [&](const runtime::Payload& r, const std::string& from) {
+    const nlohmann::json metrics = r.batch->meta.value("metrics", nlohmann::json::object());
+    for (auto& [k, v] : workers::metrics_from_json(metrics, from).reduce()) m[k] = v;
+  };
   at::Tensor old_lp = at::zeros({B, T}, at::kFloat);
   if (old_f) {
     runtime::Payload r = old_f->get();
+    merge_metrics(r, std::string("actor_train.") + workers::rpc::kComputeLogProbs);
     old_lp = r.batch->tensor("log_probs");
     if (r.batch->has_tensor("entropy")) {
       at::Tensor mask = batch.tensor("response_mask").slice(1, 1).to(at::kFloat);
@@ -207,13 +213,20 @@ Metrics PipelineBase::compute_log_probs_and_values(Batch& batch) {
   batch.set_tensor("old_log_probs", old_lp);
   // Without a reference, ROLL measures the KL against the old policy; without a recomputed old policy
   // either there is nothing to measure against (zeros would read as a KL of 10 after the k3 clamp).
-  if (ref_f)
-    batch.set_tensor("ref_log_probs", ref_f->get().batch->tensor("log_probs"));
-  else if (old_f)
+  if (ref_f) {
+    runtime::Payload r = ref_f->get();
+    merge_metrics(r, std::string("reference.") + workers::rpc::kComputeLogProbs);
+    batch.set_tensor("ref_log_probs", r.batch->tensor("log_probs"));
+  } else if (old_f) {
     batch.set_tensor("ref_log_probs", old_lp);
-  else if (batch.has_tensor("ref_log_probs"))
+  } else if (batch.has_tensor("ref_log_probs")) {
     batch.erase_tensor("ref_log_probs");
-  if (values_f) batch.set_tensor("values", values_f->get().batch->tensor("values"));
+  }
+  if (values_f) {
+    runtime::Payload r = values_f->get();
+    merge_metrics(r, std::string("critic.") + workers::rpc::kComputeValues);
+    batch.set_tensor("values", r.batch->tensor("values"));
+  }
   return m;
 }
 
