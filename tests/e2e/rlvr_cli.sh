@@ -26,9 +26,11 @@ py=/usr/bin/python3
 common=(--config_path "$root/examples/cpu" --config_name rlvr_math_code --quiet-workers
         pretrain=output/models/tiny generate_opt_level=0 rollout_batch_size=4 num_return_sequences_in_group=2
         actor_train.training_args.weight_decay=0.5 actor_train.training_args.learning_rate=0.01)
+# A and B: train and infer on separate slots (the config colocates them; C runs that)
+separate=('actor_train.device_mapping=list(range(0,1))' 'actor_infer.device_mapping=list(range(1,2))')
 
 echo "== A: 4 steps, separate devices"
-"$roll" rlvr "${common[@]}" output_dir=./out exp_name=a > a.log 2>&1 || { tail -40 a.log; exit 1; }
+"$roll" rlvr "${common[@]}" "${separate[@]}" output_dir=./out exp_name=a > a.log 2>&1 || { tail -40 a.log; exit 1; }
 a_metrics="$(find . -path "*/a/*" -name metrics.jsonl | head -1)"
 [[ -f "$a_metrics" ]] || { echo "no metrics.jsonl for run A"; find . -name metrics.jsonl; exit 1; }
 test -f out/pipeline/checkpoint-2/pipeline/worker_state_pipeline.json
@@ -73,7 +75,7 @@ grep -Eq "pipeline step 1 finished \([0-9.]+ s: .*train [0-9.]+ \([0-9]+%\).*ove
   || { echo "no step profile line in a.log"; grep "finished" a.log; exit 1; }
 
 echo "== B: resume from checkpoint-2"
-"$roll" rlvr "${common[@]}" output_dir=./out exp_name=b resume_from_checkpoint=./out/pipeline/checkpoint-2 > b.log 2>&1 \
+"$roll" rlvr "${common[@]}" "${separate[@]}" output_dir=./out exp_name=b resume_from_checkpoint=./out/pipeline/checkpoint-2 > b.log 2>&1 \
   || { tail -40 b.log; exit 1; }
 b_metrics="$(find . -path '*/b/*' -name metrics.jsonl | head -1)"
 grep -q "continuing at step 3" b.log
@@ -98,9 +100,8 @@ assert not bad, bad[:10]
 print("B: step 3 reproduced (%d metrics)" % len(a[3]))
 PY
 
-echo "== C: colocated train and infer, dynamic batching in training and in the old log-probs, 2 steps"
+echo "== C: the config's colocated train and infer, dynamic batching in training and in the old log-probs, 2 steps"
 "$roll" rlvr "${common[@]}" output_dir=./outc exp_name=c max_steps=2 save_steps=10 \
-  'actor_train.device_mapping=list(range(0,2))' 'actor_infer.device_mapping=list(range(0,2))' \
   enable_old_logprobs_recompute=true actor_train.use_dynamic_batching_in_train=true \
   actor_train.max_tokens_per_microbatch_in_train=448 actor_train.use_dynamic_batching_in_infer=true \
   actor_train.max_tokens_per_microbatch_in_infer=448 > c.log 2>&1 \
