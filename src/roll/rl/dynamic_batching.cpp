@@ -91,13 +91,19 @@ DynamicBatchingPlan plan_sorted_shards(const std::vector<std::vector<int64_t>>& 
   int64_t origin = dp * shard * padded_width;
   int64_t actual = total * dp;
   std::string prefix = log_prefix.empty() ? "dynamic_batching" : fmt::format("dynamic_batching/{}", log_prefix);
-  plan.metrics.add(prefix + "/valid_tokens", static_cast<double>(valid));
-  plan.metrics.add(prefix + "/actual_tokens_origin", static_cast<double>(origin));
-  plan.metrics.add(prefix + "/actual_tokens", static_cast<double>(actual));
-  plan.metrics.add(prefix + "/removed_padding_tokens", static_cast<double>(origin - actual));
-  plan.metrics.add(prefix + "/removed_padding_ratio",
-                   origin > 0 ? static_cast<double>(origin - actual) / static_cast<double>(origin) : 0.0);
+  add_padding_metrics(plan.metrics, prefix, valid, origin, actual);
   return plan;
+}
+
+void add_padding_metrics(MetricMap& metrics, const std::string& prefix, int64_t valid, int64_t origin, int64_t actual,
+                         std::string_view sum_tag) {
+  const std::string tag(sum_tag);
+  metrics.add(prefix + "/valid_tokens" + tag, static_cast<double>(valid));
+  metrics.add(prefix + "/actual_tokens_origin" + tag, static_cast<double>(origin));
+  metrics.add(prefix + "/actual_tokens" + tag, static_cast<double>(actual));
+  metrics.add(prefix + "/removed_padding_tokens" + tag, static_cast<double>(origin - actual));
+  metrics.add(prefix + "/removed_padding_ratio",
+              origin > 0 ? static_cast<double>(origin - actual) / static_cast<double>(origin) : 0.0);
 }
 
 DynamicBatchingPlan dynamic_batching_shard(const std::vector<int64_t>& seq_lens, int64_t padded_width, int64_t dp,

@@ -3,6 +3,7 @@
 // caller reorders the batch by `order` and slices/narrows tensors by the returned ranges and lengths.
 #include <array>
 #include <cstdint>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -40,6 +41,12 @@ DynamicBatchingPlan plan_sorted_shards(const std::vector<std::vector<int64_t>>& 
                                        int64_t pipeline_model_parallel_size = 1,
                                        int64_t virtual_pipeline_model_parallel_size = 0,
                                        std::string_view log_prefix = {});
+
+// The padding metrics of a plan: <prefix>/{valid_tokens, actual_tokens_origin, actual_tokens,
+// removed_padding_tokens}<sum_tag> and <prefix>/removed_padding_ratio. sum_tag "@sum" marks per-rank
+// shares that the pipeline sums over the ranks.
+void add_padding_metrics(MetricMap& metrics, const std::string& prefix, int64_t valid, int64_t origin, int64_t actual,
+                         std::string_view sum_tag = {});
 
 // Halves the largest (first, on ties) range with more than one sample until ranges.size() is a multiple
 // of pp; an error naming `mini_batch_index` when no range can be split.

@@ -52,13 +52,7 @@ MicroBatchRows dynamic_micro_batches(const at::Tensor& attention_mask, const Tok
   // This rank's shares: the ranks' sums are ROLL's global counts (every rank runs `actual` tokens).
   const int64_t valid = std::accumulate(lens.begin(), lens.end(), int64_t{0});
   const int64_t origin = rows * width;
-  const std::string prefix = "dynamic_batching/" + log_prefix;
-  out.metrics.add(prefix + "/valid_tokens@sum", static_cast<double>(valid));
-  out.metrics.add(prefix + "/actual_tokens_origin@sum", static_cast<double>(origin));
-  out.metrics.add(prefix + "/actual_tokens@sum", static_cast<double>(actual));
-  out.metrics.add(prefix + "/removed_padding_tokens@sum", static_cast<double>(origin - actual));
-  out.metrics.add(prefix + "/removed_padding_ratio",
-                  origin > 0 ? static_cast<double>(origin - actual) / static_cast<double>(origin) : 0.0);
+  rl::add_padding_metrics(out.metrics, "dynamic_batching/" + log_prefix, valid, origin, actual, "@sum");
   return out;
 }
 
