@@ -3,8 +3,9 @@
 
     corpus_sample.py ROLL_BINARY CORPUS_DIR WORK_DIR CONFIG...
 
-CONFIG: a path relative to CORPUS_DIR (without .yaml). For each, `roll validate --platform cuda`
-must accept the file as it is; the run is then the same file on CPU with overrides only: a tiny
+CONFIG: a path relative to CORPUS_DIR (without .yaml), optionally followed by `@KEY=VALUE` overrides
+a user of the file would need on rollcpp (a refused fp16 dtype, say). For each, `roll validate
+--platform cuda` must accept the file as it is, or with those overrides; the run is then the same file on CPU with overrides only: a tiny
 random model of the file's architecture family, two-sample batches, one step, its roles' devices
 packed onto a few CPU ranks (colocated roles stay colocated, a model-parallel train role keeps
 tp x pp x cp x ulysses ranks), and data rows generated for each reward domain's tags. The run must
@@ -27,8 +28,9 @@ def run(cmd, log=None, timeout=600):
         return subprocess.run(cmd, stdout=out, stderr=subprocess.STDOUT, timeout=timeout, cwd=WORK).returncode
 
 
-def resolved(config_dir, name):
-    p = subprocess.run([ROLL, "validate", "--config_path", config_dir, "--config_name", name, "--platform", "cuda"],
+def resolved(config_dir, name, extra):
+    p = subprocess.run([ROLL, "validate", "--config_path", config_dir, "--config_name", name, "--platform", "cuda"]
+                       + extra,
                        capture_output=True, text=True, cwd=WORK)
     if p.returncode != 0:
         raise SystemExit(f"{name}: roll validate refused it: {p.stderr.strip().splitlines()[-1:]}")
@@ -155,9 +157,10 @@ def main():
         run([ROLL, "model", "init", "--preset", "tiny", "--arch", fam, "--seed", "1", "--out",
              os.path.join(WORK, "models", fam)])
     failed = 0
-    for rel in CONFIGS:
+    for entry in CONFIGS:
+        rel, *extra = entry.split("@")
         config_dir, name = os.path.join(CORPUS, os.path.dirname(rel)), os.path.basename(rel)
-        kind, c = resolved(config_dir, name)
+        kind, c = resolved(config_dir, name, extra)
         if kind == "rlvr":
             column = (c["actor_train"].get("data_args") or {}).get("messages") or "messages"
             with open(os.path.join(WORK, "data", "rlvr.jsonl"), "w") as f:
@@ -169,7 +172,7 @@ def main():
                 for i in range(8):
                     f.write(json.dumps({c.get("prompt_key") or "instruction": f"Say {i}.",
                                         c.get("response_key") or "output": f"{i}"}) + "\n")
-        o = overrides_for(c, kind)
+        o = extra + overrides_for(c, kind)
         log = os.path.join(WORK, name + ".log")
         t0 = time.time()
         rc = run([ROLL, kind, "--config_path", config_dir, "--config_name", name, "--platform", "cpu",
@@ -179,7 +182,7 @@ def main():
         stepped = any('"step":0' in open(m).read() for m in metrics)
         ok = rc == 0 and stepped
         failed += not ok
-        print(json.dumps({"config": rel, "pipeline": kind, "ok": ok, "rc": rc, "step0": stepped,
+        print(json.dumps({"config": rel, "overrides": extra, "pipeline": kind, "ok": ok, "rc": rc, "step0": stepped,
                           "wall_s": round(time.time() - t0, 1)}), flush=True)
         if not ok:
             with open(log) as f:

@@ -2,7 +2,8 @@
 # E2E: configs from ROLL's own example corpus that `roll validate` accepts get past worker
 # start and through one step on CPU, scaled down with overrides only (tests/e2e/corpus_sample.py:
 # a tiny model of the file's family, two-sample batches, devices packed onto a few CPU ranks,
-# generated data for each reward domain). The corpus is read from ROLL_EXAMPLES_DIR (default: the
+# generated data for each reward domain; rlvr_config_async with its fp16 infer dtype, which
+# rollcpp refuses, set to bf16). The corpus is read from ROLL_EXAMPLES_DIR (default: the
 # roll-examples folder beside the checkout); without it the test is skipped.
 set -euo pipefail
 roll="$1"
@@ -19,6 +20,7 @@ trap 'rm -rf "$work"' EXIT
   docs_examples/example_ppo \
   docs_examples/example_reinforce_pp \
   qwen2.5-7B-rlvr_megatron/rlvr_config \
+  qwen2.5-7B-rlvr_megatron/rlvr_config_async@actor_infer.model_args.dtype=bf16 \
   qwen2.5-7B-rlvr_megatron/rlvr_config_8gpus_llm_as_judge \
   qwen2.5-7B-rlvr_megatron/rlvr_fsdp2_sp2 \
   qwen2.5-7B-rlvr-offpolicy/rlvr_config \

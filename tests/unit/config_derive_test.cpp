@@ -93,6 +93,12 @@ bool has_warning(const LoadedConfig& c, const std::string& needle) {
 
 }  // namespace
 
+TEST(ConfigDerive, AsyncRlvrOnSeparateDevicesValidates) {
+  Fixture f;
+  auto l = f.rlvr({"async_generation_ratio=2.5"});
+  EXPECT_DOUBLE_EQ(l.config.async_generation_ratio, 2.5);
+}
+
 TEST(ConfigDerive, RlvrDerivedValues) {
   Fixture f;
   auto l = f.rlvr();
@@ -318,7 +324,11 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"zero_stage", {"actor_train.strategy_args.strategy_config.zero_optimization.stage=5"},
                 "zero_optimization.stage"},
         BadCase{"dtype", {"actor_train.model_args.dtype=fp8"}, "actor_train.model_args.dtype"},
-        BadCase{"async", {"async_generation_ratio=1"}, "async_generation_ratio"},
+        BadCase{"async_below_one", {"async_generation_ratio=0.5"}, "async_generation_ratio"},
+        BadCase{"async_colocated", {"async_generation_ratio=1", "actor_infer.device_mapping=list(range(0,2))"},
+                "actor_infer.device_mapping"},
+        BadCase{"async_level0", {"async_generation_ratio=1", "generate_opt_level=0"}, "generate_opt_level"},
+        BadCase{"ag_async", {"async_generation_ratio=1"}, "async_generation_ratio", true},
         BadCase{"val_lengths_pair", {"val_prompt_length=10"}, "val_sequence_length"},
         BadCase{"domain_without_reward", {"actor_train.data_args.domain_interleave_probs={code: 1}"},
                 "domain_interleave_probs.code"},

@@ -387,10 +387,12 @@ void derive_common(Ctx& x) {
     x.one_of("track_with", c.track_with, {"tensorboard", "wandb", "swanlab", "stdout", "trackio", "jsonl", ""});
   if (is_upload_tracker(c.track_with))
     x.warn("track_with", upload_tracker_notice(c.track_with, "the tracker log directory (docs/tracking.md)"));
-  if (c.async_generation_ratio > 0)
+  if (c.async_generation_ratio < 0)
+    x.error("async_generation_ratio", fmt::format("must be >= 0, got {}", c.async_generation_ratio));
+  if (c.async_generation_ratio > 0 && c.kind != PipelineKind::rlvr)
     x.error("async_generation_ratio",
-            fmt::format("async_generation_ratio = {}: asynchronous (off-policy) generation is not supported in "
-                        "rollcpp yet; see docs/known-gaps.md (use 0)",
+            fmt::format("async_generation_ratio = {}: asynchronous (off-policy) generation runs in the RLVR pipeline "
+                        "only so far; see docs/known-gaps.md (use 0)",
                         c.async_generation_ratio));
   if (c.generate_opt_level != 0 && c.generate_opt_level != 1)
     x.error("generate_opt_level", fmt::format("must be 0 or 1, got {}", c.generate_opt_level));
@@ -536,6 +538,36 @@ void check_colocation(Ctx& x, bool critic_started) {
     x.warn("actor_train.device_mapping", "colocated weight sync in ROLL needs contiguous device ranges");
 }
 
+// Asynchronous RLVR (docs/pipelines.md, "Asynchronous generation"): ROLL's rules (ratio >= 1, the
+// streaming scheduler), and separate devices for actor_infer, which ROLL only warns about: on shared
+// devices generation could not run while the others train, so nothing would overlap.
+void check_async_rlvr(Ctx& x) {
+  PipelineConfig& c = x.c;
+  if (c.async_generation_ratio < 1)
+    x.error("async_generation_ratio",
+            fmt::format("async_generation_ratio must be 0 (synchronous) or >= 1.0 (ROLL's rule), got {}",
+                        c.async_generation_ratio));
+  if (c.generate_opt_level != 1)
+    x.error("generate_opt_level", fmt::format("asynchronous generation (async_generation_ratio = {}) needs "
+                                              "generate_opt_level 1, got {}",
+                                              c.async_generation_ratio, c.generate_opt_level));
+  if (!c.actor_infer.device_mapping) return;
+  const auto& infer = *c.actor_infer.device_mapping;
+  const std::vector<std::pair<std::string, const WorkerConfig*>> others = {
+      {"actor_train", &c.actor_train}, {"critic", &c.critic}, {"reference", &c.reference}};
+  for (const auto& [role, w] : others) {
+    if (!w->device_mapping) continue;
+    if ((role == "critic" && c.adv_estimator != "gae") || (role == "reference" && !c.enable_reference)) continue;
+    auto both = intersect(infer, *w->device_mapping);
+    if (!both.empty())
+      x.error("actor_infer.device_mapping",
+              fmt::format("asynchronous generation (async_generation_ratio = {}) needs actor_infer on devices of its "
+                          "own: it shares device ids {} with {}.device_mapping; give actor_infer other devices or "
+                          "set async_generation_ratio: 0",
+                          c.async_generation_ratio, format_device_ids(both), role));
+  }
+}
+
 void derive_rlvr(Ctx& x) {
   PipelineConfig& c = x.c;
   if (!c.sequence_length) x.error("sequence_length", "RLVR needs response_length or sequence_length");
@@ -607,6 +639,7 @@ void derive_rlvr(Ctx& x) {
                 fmt::format("tag '{}' is listed by both rewards.{} and rewards.{}", tag, it->second, domain));
     }
   }
+  if (c.async_generation_ratio > 0) check_async_rlvr(x);
   // Training data: ROLL requires domain_interleave_probs and messages XOR prompt.
   const auto& da = c.actor_train.data_args;
   if (!da) {

@@ -307,7 +307,7 @@ constexpr KeyEntry kRegistry[] = {
     consumed("PipelineConfig.actor_infer", "src/roll/workers/role_config.cpp"),
     consumed("PipelineConfig.critic", "src/roll/workers/role_config.cpp"),
     consumed("PipelineConfig.reference", "src/roll/workers/role_config.cpp"),
-    consumed("PipelineConfig.async_generation_ratio", "src/roll/pipeline/agentic_pipeline.cpp"),
+    consumed("PipelineConfig.async_generation_ratio", "src/roll/pipeline/rlvr_pipeline.cpp"),
     consumed("PipelineConfig.ppo_epochs", "src/roll/workers/actor_trainer.cpp"),
     consumed("PipelineConfig.max_grad_norm", "src/roll/train/options_from_config.cpp"),
     consumed("PipelineConfig.lambd", "src/roll/pipeline/step_advantages.cpp"),

@@ -389,7 +389,8 @@ int PipelineBase::run() {
     const auto t0 = std::chrono::steady_clock::now();
     busy.start();
     log::info("pipeline step {} start...", step);
-    Metrics m = model_update(step);
+    Metrics m = before_model_update(step);
+    for (auto& [k, v] : model_update(step)) m[k] = v;
     m["time/step_model_update"] = m.count("time/actor_train/model_update/total") ? m["time/actor_train/model_update/total"] : 0.0;
     if (has_validation() && c.eval_steps > 0 && step % c.eval_steps == 0) {
       const auto tv = std::chrono::steady_clock::now();

@@ -64,6 +64,8 @@ class PipelineBase {
   // Called once the clusters run, before the loop; and after the loop, before they stop.
   virtual void on_started() {}
   virtual void on_finished() {}
+  // Runs before each step's model update (asynchronous generation pauses here); its metrics join the step's.
+  virtual Metrics before_model_update(int64_t step) { return {}; }
   // The clusters whose do_checkpoint / load_checkpoint the checkpoints and resume call (those
   // that are running); RL pipelines: actor_train and critic.
   virtual std::vector<std::string> checkpoint_clusters() const { return {"actor_train", "critic"}; }

@@ -12,6 +12,7 @@ namespace roll::pipeline {
 const std::vector<StepPhase>& step_phases() {
   // RLVR's and the agentic pipeline's names for the same phase sit in one entry; SFT has train only.
   static const std::vector<StepPhase> phases = {
+      {"stop_server", {"time/step_stop_server"}},
       {"model_update", {"time/step_model_update"}},
       {"val", {"time/val_step", "time/step_val"}},
       {"generate", {"time/step_generate"}},

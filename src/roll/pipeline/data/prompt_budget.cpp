@@ -26,6 +26,11 @@ PromptSlot PromptBudget::poll() {
   return PromptSlot::none;
 }
 
+void PromptBudget::grow(int64_t prompts) {
+  if (prompts < 0) throw Error(fmt::format("prompt budget: cannot grow by {} prompts", prompts));
+  batch_size_ += prompts;
+}
+
 void PromptBudget::release(PromptSlot slot) {
   int64_t& count = slot == PromptSlot::regular ? running_ : running_extra_;
   if (slot == PromptSlot::none || count <= 0) throw Error("prompt budget: a prompt finished that never started");

@@ -20,12 +20,15 @@ class PromptBudget {
   PromptBudget(int64_t batch_size, bool use_additional_prompts, int64_t max_additional_running_prompts);
 
   PromptSlot poll();
+  // More regular slots (the asynchronous ReplayBuffer's budget grows by a batch every step).
+  void grow(int64_t prompts);
   void commit(PromptSlot slot);
   void abort(PromptSlot slot);
 
   int64_t running() const { return running_; }
   int64_t running_extra() const { return running_extra_; }
   int64_t completed() const { return completed_; }
+  int64_t batch_size() const { return batch_size_; }
 
  private:
   void release(PromptSlot slot);

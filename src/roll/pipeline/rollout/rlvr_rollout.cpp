@@ -12,6 +12,7 @@
 #include "roll/model/tokenizer.h"
 #include "roll/pipeline/data/prompt_filter.h"
 #include "roll/pipeline/data/rlvr_data.h"
+#include "roll/pipeline/rollout/async_rollout.h"
 #include "roll/pipeline/rollout/rollout_batch.h"
 #include "roll/pipeline/rollout/streaming_rollout.h"
 #include "roll/runtime/cluster.h"
@@ -213,6 +214,81 @@ DomainRollout rollout_level1(const RolloutContext& ctx, const StreamingWorkers& 
   out.samples = join_prompts(std::move(r.samples), n);
   count(out, spec.domain, r.drawn, static_cast<int64_t>(r.ids.size()), r.filtered);
   out.scheduler[spec.domain + "/scheduler/aborted_query_count"] = static_cast<double>(r.aborted);
+  return out;
+}
+
+std::unique_ptr<AsyncRollout> start_async_rollout(const RolloutContext& ctx_in, const StreamingWorkers& w,
+                                                  RlvrPromptData& data, std::mutex& data_mu,
+                                                  const DomainRolloutSpec& spec) {
+  if (w.reward_ranks.empty() || !w.next_reward_rank) throw Error("domain '" + spec.domain + "': no reward ranks");
+  const config::PipelineConfig& c = ctx_in.config;
+  const DomainPrompts& d = data.domain(spec.domain);
+  AsyncRolloutOptions o;
+  o.domain = spec.domain;
+  o.batch_size = d.batch_size;
+  o.samples_per_prompt = std::max<int64_t>(1, ctx_in.params.n);
+  o.async_generation_ratio = c.async_generation_ratio;
+  o.use_additional_prompts = c.is_use_additional_prompts;
+  o.max_additional_running_prompts = c.max_additional_running_prompts;
+  o.filter = spec.filter;
+  o.filter_key = spec.filter_key;
+  o.sequence_length = ctx_in.sequence_length;
+  o.max_filtered_in_a_row = static_cast<int64_t>(d.rows.size());
+  o.timeout = ctx_in.timeout;
+
+  auto ctx = std::make_shared<RolloutContext>(ctx_in);
+  AsyncRolloutOps ops;
+  // draw, request and score run on the rollout's thread.
+  ops.draw = [&data, &data_mu, domain = spec.domain](int64_t) {
+    std::lock_guard<std::mutex> g(data_mu);
+    return data.next_batch(domain, 1);
+  };
+  ops.request = [ctx](int64_t id, const Batch& prompt) { return prompt_request(*ctx, prompt_ids(prompt).front(), id); };
+  ops.generate = [ctx](GenerationRequest request, const std::string& affinity, AsyncRolloutOps::Generated done) {
+    const std::string rid = request.request_id;
+    ctx->router.generate(std::move(request), affinity, [done, rid](const RequestOutput* output, const std::string& err) {
+      if (!output) return done(std::nullopt, err);
+      done(*output, "");
+    });
+  };
+  ops.abort = [ctx](const std::string& rid) { ctx->router.abort(rid); };
+  ops.suspend = [ctx] { ctx->router.suspend(); };
+  ops.resume = [ctx] { ctx->router.resume(); };
+  ops.score = [ctx, w](int64_t, const Batch& prompt, RequestOutput answer, AsyncRolloutOps::Done done) {
+    GeneratedPrompt g;
+    g.prompt = prompt_ids(prompt).front();
+    g.samples = std::move(answer.samples);
+    auto samples = std::make_shared<Batch>(build(*ctx, prompt, {g}));
+    const size_t rank = (*w.next_reward_rank)++ % w.reward_ranks.size();
+    w.reward_ranks[rank]->call_async(workers::rpc::kComputeRewards, reward_request(*samples),
+                                     [samples, done](runtime::Payload* r, const std::string& err) {
+                                       if (!r || !r->batch)
+                                         return done(std::nullopt, fmt::format("{} failed: {}", workers::rpc::kComputeRewards, err));
+                                       add_scores(*samples, *r->batch);
+                                       done(std::move(*samples), "");
+                                     });
+  };
+  ops.failure = w.failure;
+  return std::make_unique<AsyncRollout>(std::move(o), std::move(ops));
+}
+
+DomainRollout collect_async_rollout(AsyncRollout& rollout, int64_t step, int64_t samples_per_prompt,
+                                    const DomainRolloutSpec& spec) {
+  AsyncBatch b = rollout.get_batch(step);
+  DomainRollout out;
+  const std::string scorer = fmt::format("reward-{}.{}", spec.domain, workers::rpc::kComputeRewards);
+  for (const auto& m : b.reward_metrics) out.reward_metrics.merge(workers::metrics_from_json(m, scorer));
+  double lag = 0;
+  for (int64_t s : b.start_steps) lag += static_cast<double>(step - s);
+  const auto prompts = static_cast<int64_t>(b.ids.size());
+  out.samples = join_prompts(std::move(b.samples), std::max<int64_t>(1, samples_per_prompt));
+  count(out, spec.domain, b.drawn, prompts, b.filtered);
+  const std::string p = spec.domain + "/scheduler/";
+  // Every prompt has n samples, so the mean over prompts is ROLL's mean over samples.
+  out.scheduler[p + "off_policy_ratio"] = prompts > 0 ? lag / static_cast<double>(prompts) : 0.0;
+  out.scheduler[p + "aborted_query_count"] = static_cast<double>(b.dropped_stale);
+  out.scheduler[p + "partial_rollout_count"] = static_cast<double>(b.continuations);
+  out.scheduler[p + "buffered_query_count"] = static_cast<double>(b.buffered);
   return out;
 }
 

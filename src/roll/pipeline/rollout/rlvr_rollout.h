@@ -16,6 +16,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -42,6 +43,7 @@ class RequestRouter;
 namespace roll::pipeline {
 
 class RlvrPromptData;
+class AsyncRollout;
 
 struct RolloutContext {
   workers::RequestRouter& router;
@@ -81,5 +83,19 @@ struct StreamingWorkers {
 
 DomainRollout rollout_level1(const RolloutContext& ctx, const StreamingWorkers& workers, RlvrPromptData& data,
                              const DomainRolloutSpec& spec);
+
+// async_generation_ratio > 0: the domain's asynchronous rollout (async_rollout.h) over the same
+// router and reward ranks, running until it is destroyed. Prompt k of the run is request
+// `async-<domain>-k` with seed ctx.seed_base + k. Its thread draws from `data` under `data_mu`,
+// which whoever else reads `data` (validation, checkpoints) must hold too. `ctx` is copied: what it
+// refers to must outlive the rollout.
+std::unique_ptr<AsyncRollout> start_async_rollout(const RolloutContext& ctx, const StreamingWorkers& workers,
+                                                  RlvrPromptData& data, std::mutex& data_mu,
+                                                  const DomainRolloutSpec& spec);
+// Step `step`'s batch of the domain (generation resumes for it) and its scheduler metrics,
+// <domain>/scheduler/off_policy_ratio among them: the mean over samples of step - the step their
+// prompt started in.
+DomainRollout collect_async_rollout(AsyncRollout& rollout, int64_t step, int64_t samples_per_prompt,
+                                    const DomainRolloutSpec& spec);
 
 }  // namespace roll::pipeline

@@ -23,12 +23,14 @@ Batch build_rollout_batch(const Batch& prompts, const std::vector<GeneratedPromp
   at::Tensor prompt_mask = at::zeros({rows, S}, at::kLong);
   at::Tensor responses = at::full({rows, std::max<int64_t>(R, 0)}, pad_id, at::kLong);
   at::Tensor infer_lp = at::zeros({rows, S - 1}, at::kFloat);
+  at::Tensor versions = at::full({rows, S - 1}, -1, at::kLong);
   auto ids_a = input_ids.accessor<int64_t, 2>();
   auto att_a = attention.accessor<int64_t, 2>();
   auto rm_a = response_mask.accessor<int64_t, 2>();
   auto pm_a = prompt_mask.accessor<int64_t, 2>();
   auto resp_a = responses.accessor<int64_t, 2>();
   auto lp_a = infer_lp.accessor<float, 2>();
+  auto ver_a = versions.accessor<int64_t, 2>();
 
   std::vector<int64_t> source_row;
   NonTensorColumn prompt_text, response_text, finish, uuid, prompt_id;
@@ -51,6 +53,8 @@ Batch build_rollout_batch(const Batch& prompts, const std::vector<GeneratedPromp
         rm_a[r][plen + k] = 1;
         if (k < R) resp_a[r][k] = s.token_ids[k];
         if (k < static_cast<int64_t>(s.logprobs.size()) && plen - 1 + k < S - 1) lp_a[r][plen - 1 + k] = s.logprobs[k];
+        if (k < static_cast<int64_t>(s.weight_versions.size()) && plen - 1 + k < S - 1)
+          ver_a[r][plen - 1 + k] = s.weight_versions[k];
       }
       source_row.push_back(static_cast<int64_t>(i));
       prompt_text.push_back(ptext);
@@ -70,6 +74,7 @@ Batch build_rollout_batch(const Batch& prompts, const std::vector<GeneratedPromp
   out.set_tensor("prompt_mask", prompt_mask);
   out.set_tensor("responses", responses);
   out.set_tensor("infer_logprobs", infer_lp);
+  out.set_tensor("infer_weight_versions", versions);
   out.set_column("prompt_text", std::move(prompt_text));
   out.set_column("response_text", std::move(response_text));
   out.set_column("finish_reason", std::move(finish));

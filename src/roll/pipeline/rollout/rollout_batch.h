@@ -4,6 +4,8 @@
 //     prompt tokens (left padding removed) then the response, cut at S;
 //   prompts [B·n, prompt_length] (as collated, left padded), responses [B·n, S − prompt_length];
 //   infer_logprobs [B·n, S−1]: the engine's log-prob of response token k at column prompt_len − 1 + k;
+//   infer_weight_versions [B·n, S−1]: the weight version that sampled that token, at the same
+//     column (−1 where there is no token or the engine sent no stamps);
 //   every prompt column repeated per sample, plus prompt_text, response_text (special tokens kept),
 //   finish_reason, sample_uuid and prompt_id (the prompt's row).
 #include <cstdint>
