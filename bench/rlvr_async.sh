@@ -7,12 +7,14 @@
 # phase times (generate; log-probs + advantages + train), and for async runs the speed-up over the
 # same round's separate sync run beside the ideal overlap bound (generate + rest) / max(generate, rest).
 #
-#   bench/rlvr_async.sh BUILD_DIR [ROUNDS] [STEPS]
+#   bench/rlvr_async.sh BUILD_DIR [ROUNDS] [STEPS] [OVERRIDE...]   (overrides for every run, e.g.
+#   response_length=128 for a generation-heavier step)
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 roll="$(realpath "$1/src/roll/cli/roll")"
 rounds="${2:-2}"
 steps="${3:-8}"
+extra=("${@:4}")
 py=/usr/bin/python3
 work="$(mktemp -d /tmp/roll-bench-async.XXXXXX)"
 trap 'rm -rf "$work"' EXIT
@@ -31,14 +33,14 @@ run() {  # run VARIANT ROUND OVERRIDES... -> prints the JSON line
   local out="out-$variant-$round"
   "$roll" rlvr --config_path "$root/examples/cpu" --config_name rlvr_arithmetic --quiet-workers \
     pretrain=output/models/tiny max_steps="$steps" save_steps=1000 eval_steps=0 output_dir="$out" \
-    logging_dir="$out/logs" "$@" > "$out.log" 2>&1 || { tail -20 "$out.log" >&2; exit 1; }
-  $py - "$(find "$out" -name metrics.jsonl | head -1)" "$variant" "$round" "$cpu" "$flags" "$work/sync-$round.json" <<'PY'
+    logging_dir="$out/logs" "${extra[@]}" "$@" > "$out.log" 2>&1 || { tail -20 "$out.log" >&2; exit 1; }
+  BENCH_OVERRIDES="${extra[*]}" $py - "$(find "$out" -name metrics.jsonl | head -1)" "$variant" "$round" "$cpu" "$flags" "$work/sync-$round.json" <<'PY'
 import json, os, sys
 path, variant, rnd, cpu, flags, sync_file = sys.argv[1:7]
 rows = [json.loads(l)["metrics"] for l in open(path)][1:]  # the first step warms up
 mean = lambda k: sum(r.get(k, 0.0) for r in rows) / len(rows)
 wall = mean("time/step_wall")
-out = {"bench": "rlvr_async", "variant": variant, "round": int(rnd), "steps": len(rows),
+out = {"bench": "rlvr_async", "variant": variant, "overrides": os.environ.get("BENCH_OVERRIDES", ""), "round": int(rnd), "steps": len(rows),
        "step_wall_mean_s": round(wall, 3), "cpu": cpu, "flags": flags.strip()}
 if variant == "sync-separate":
     gen = mean("time/step_generate")

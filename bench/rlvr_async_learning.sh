@@ -19,6 +19,7 @@ cpu="$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
 flags="$(grep -m1 '^flags' /proc/cpuinfo | tr ' ' '\n' | grep -E '^(avx2|avx512f|avx512_bf16|amx_bf16)$' | tr '\n' ' ')"
 cfg=(--config_path "$root/examples/demo")
 d=output/demo/data
+mkdir -p "$d"
 # The warm start, as scripts/demo --learn builds it (scripts/lib/demo_learn.sh, demo_arithmetic).
 "$roll" model init --preset tiny --hidden-size 128 --layers 4 --intermediate-size 512 --heads 4 --kv-heads 2 \
   --vocab 1024 --seed 1 --out output/demo/models/arithmetic-init > /dev/null

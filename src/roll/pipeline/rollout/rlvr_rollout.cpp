@@ -104,6 +104,24 @@ void add_scores(Batch& samples, const Batch& scored) {
   samples.meta["reward_metrics"] = scored.meta.value("metrics", nlohmann::json::object());
 }
 
+// One prompt's generated samples as rollout rows, scored on the domain's next reward rank (round
+// robin); `done` gets the rows with their scores, or an error.
+void score_on_next_rank(const RolloutContext& ctx, const StreamingWorkers& w, const Batch& prompt, RequestOutput answer,
+                        std::function<void(std::optional<Batch>, const std::string&)> done) {
+  GeneratedPrompt g;
+  g.prompt = prompt_ids(prompt).front();
+  g.samples = std::move(answer.samples);
+  auto samples = std::make_shared<Batch>(build(ctx, prompt, {g}));
+  const size_t rank = (*w.next_reward_rank)++ % w.reward_ranks.size();
+  w.reward_ranks[rank]->call_async(workers::rpc::kComputeRewards, reward_request(*samples),
+                                   [samples, done](runtime::Payload* r, const std::string& err) {
+                                     if (!r || !r->batch)
+                                       return done(std::nullopt, fmt::format("{} failed: {}", workers::rpc::kComputeRewards, err));
+                                     add_scores(*samples, *r->batch);
+                                     done(std::move(*samples), "");
+                                   });
+}
+
 // The step's batch from the prompts that passed, numbered as one batch; meta left empty.
 Batch join_prompts(std::vector<Batch> parts, int64_t n) {
   for (auto& p : parts) p.meta = nlohmann::json::object();
@@ -189,20 +207,8 @@ DomainRollout rollout_level1(const RolloutContext& ctx, const StreamingWorkers& 
   };
   ops.abort = [&](int64_t id) { ctx.router.abort(rid_of(ctx, id)); };
   ops.score = [&](int64_t id, RequestOutput answer, StreamingOps::Done done) {
-    const Batch& prompt = prompt_of.at(id);
-    GeneratedPrompt g;
-    g.prompt = prompt_ids(prompt).front();
-    g.samples = std::move(answer.samples);
-    auto samples = std::make_shared<Batch>(build(ctx, prompt, {g}));
+    score_on_next_rank(ctx, w, prompt_of.at(id), std::move(answer), std::move(done));
     prompt_of.erase(id);
-    const size_t rank = (*w.next_reward_rank)++ % w.reward_ranks.size();
-    w.reward_ranks[rank]->call_async(workers::rpc::kComputeRewards, reward_request(*samples),
-                                     [samples, done](runtime::Payload* r, const std::string& err) {
-                                       if (!r || !r->batch)
-                                         return done(std::nullopt, fmt::format("{} failed: {}", workers::rpc::kComputeRewards, err));
-                                       add_scores(*samples, *r->batch);
-                                       done(std::move(*samples), "");
-                                     });
   };
   ops.failure = w.failure;
 
@@ -255,18 +261,7 @@ std::unique_ptr<AsyncRollout> start_async_rollout(const RolloutContext& ctx_in, 
   ops.suspend = [ctx] { ctx->router.suspend(); };
   ops.resume = [ctx] { ctx->router.resume(); };
   ops.score = [ctx, w](int64_t, const Batch& prompt, RequestOutput answer, AsyncRolloutOps::Done done) {
-    GeneratedPrompt g;
-    g.prompt = prompt_ids(prompt).front();
-    g.samples = std::move(answer.samples);
-    auto samples = std::make_shared<Batch>(build(*ctx, prompt, {g}));
-    const size_t rank = (*w.next_reward_rank)++ % w.reward_ranks.size();
-    w.reward_ranks[rank]->call_async(workers::rpc::kComputeRewards, reward_request(*samples),
-                                     [samples, done](runtime::Payload* r, const std::string& err) {
-                                       if (!r || !r->batch)
-                                         return done(std::nullopt, fmt::format("{} failed: {}", workers::rpc::kComputeRewards, err));
-                                       add_scores(*samples, *r->batch);
-                                       done(std::move(*samples), "");
-                                     });
+    score_on_next_rank(*ctx, w, prompt, std::move(answer), std::move(done));
   };
   ops.failure = w.failure;
   return std::make_unique<AsyncRollout>(std::move(o), std::move(ops));
