@@ -27,4 +27,5 @@ trap 'rm -rf "$work"' EXIT
   qwen3-8B-rlvr_fsdp2/rlvr_config \
   qwen2.5-7B-sft_megatron/sft_config \
   qwen2.5-0.5B-agentic/agent_val_frozen_lake \
+  qwen2.5-0.5B-agentic/agent_val_frozen_lake_async \
   qwen2.5-0.5B-agentic/agentic_val_sokoban_gigpo

@@ -198,6 +198,48 @@ TEST(AgenticStepEnvManager, AbortedTurnDropsTheEpisodeAndTooLongPromptIsAnError)
   }
 }
 
+// Asynchronous training (partial rollout): a turn cut off by the abort before a model update goes
+// on from its partial output as a new request (prompt + partial tokens, the rest of the budget),
+// and the turn's response is the two pieces joined.
+TEST(AgenticStepEnvManager, APartialTurnContinuesWithPartialRollout) {
+  if (!have_tokenizer()) GTEST_SKIP() << "run scripts/setup for the tokenizer";
+  Fixture f;
+  NoEpisodes none;
+  EnvManagerOptions o;
+  o.spec = step_spec();
+  o.env_id = 2;
+  o.generation.max_new_tokens = 100;
+  o.partial_rollout = true;
+  ScriptedLlm llm(f.tok, {"<answer>", "Up</answer>"});
+  llm.finish_reasons = {"abort", "stop"};
+  StepEnvManager mgr(o, f.tok, f.tmpl, llm, none);
+  auto rollout = mgr.play_episode(0, 0);
+  ASSERT_TRUE(rollout.has_value()) << "the episode is played to its end, not dropped";
+  ASSERT_GE(llm.requests.size(), 2u);
+  ASSERT_EQ(llm.requests.size() % 2, 0u) << "every turn: the cut-off request and its continuation";
+  const auto head = f.tok.encode("<answer>", false);
+  for (size_t i = 0; i + 1 < llm.requests.size(); i += 2) {
+    const auto& first = llm.requests[i];
+    const auto& rest = llm.requests[i + 1];
+    std::vector<int32_t> expected = first.input_ids;
+    expected.insert(expected.end(), head.begin(), head.end());
+    EXPECT_EQ(rest.input_ids, expected) << "turn " << i / 2;
+    EXPECT_EQ(rest.params.max_new_tokens, first.params.max_new_tokens - static_cast<int64_t>(head.size()));
+    EXPECT_NE(rest.params.seed, first.params.seed);
+    EXPECT_NE(rest.rid, first.rid);
+  }
+  // The first turn's sample: its response tokens are the two pieces, in order.
+  const Batch& b = *rollout->data;
+  const at::Tensor ids = b.tensor("input_ids")[0], mask = b.tensor("response_mask")[0];
+  std::vector<int32_t> got;
+  for (int64_t t = 0; t < ids.size(0); ++t)
+    if (mask[t].item<int64_t>() != 0) got.push_back(static_cast<int32_t>(ids[t].item<int64_t>()));
+  std::vector<int32_t> want = head;
+  const auto tail = f.tok.encode("Up</answer>", false);
+  want.insert(want.end(), tail.begin(), tail.end());
+  EXPECT_EQ(got, want);
+}
+
 TEST(AgenticStepEnvManager, StateHashIsStableHex) {
   EXPECT_EQ(state_hash(""), "cbf29ce484222325");  // FNV-1a 64 offset basis
   EXPECT_EQ(state_hash("a"), "af63dc4c8601ec8c");  // published FNV-1a test vector

@@ -19,7 +19,7 @@ class ScriptedLlm : public agentic::LlmClient {
     agentic::GenerateResult r;
     r.output_token_ids = tok_.encode(replies_.at(next_++ % replies_.size()), false);
     for (size_t i = 0; i < r.output_token_ids.size(); ++i) r.output_logprobs.push_back(-0.5f - 0.01f * i);
-    r.finish_reason = finish_reason;
+    r.finish_reason = finish_reasons.empty() ? finish_reason : finish_reasons[(next_ - 1) % finish_reasons.size()];
     std::promise<agentic::GenerateResult> p;
     p.set_value(r);
     return p.get_future();
@@ -27,6 +27,7 @@ class ScriptedLlm : public agentic::LlmClient {
   void abort(const std::string&) override {}
   std::vector<agentic::GenerateRequest> requests;
   std::string finish_reason = "stop";
+  std::vector<std::string> finish_reasons;  // per request, cycling like the replies (overrides finish_reason)
 
  private:
   const model::Tokenizer& tok_;

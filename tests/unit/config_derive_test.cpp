@@ -93,10 +93,10 @@ bool has_warning(const LoadedConfig& c, const std::string& needle) {
 
 }  // namespace
 
-TEST(ConfigDerive, AsyncRlvrOnSeparateDevicesValidates) {
+TEST(ConfigDerive, AsyncOnSeparateDevicesValidates) {
   Fixture f;
-  auto l = f.rlvr({"async_generation_ratio=2.5"});
-  EXPECT_DOUBLE_EQ(l.config.async_generation_ratio, 2.5);
+  EXPECT_DOUBLE_EQ(f.rlvr({"async_generation_ratio=2.5"}).config.async_generation_ratio, 2.5);
+  EXPECT_DOUBLE_EQ(f.agentic({"async_generation_ratio=2"}).config.async_generation_ratio, 2.0);
 }
 
 TEST(ConfigDerive, RlvrDerivedValues) {
@@ -328,7 +328,11 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"async_colocated", {"async_generation_ratio=1", "actor_infer.device_mapping=list(range(0,2))"},
                 "actor_infer.device_mapping"},
         BadCase{"async_level0", {"async_generation_ratio=1", "generate_opt_level=0"}, "generate_opt_level"},
-        BadCase{"ag_async", {"async_generation_ratio=1"}, "async_generation_ratio", true},
+        BadCase{"ag_async_fraction", {"async_generation_ratio=1.5"}, "async_generation_ratio", true},
+        BadCase{"ag_async_colocated",
+                {"async_generation_ratio=1", "actor_train.device_mapping=list(range(0,2))",
+                 "actor_infer.device_mapping=list(range(0,2))"},
+                "actor_infer.device_mapping", true},
         BadCase{"val_lengths_pair", {"val_prompt_length=10"}, "val_sequence_length"},
         BadCase{"domain_without_reward", {"actor_train.data_args.domain_interleave_probs={code: 1}"},
                 "domain_interleave_probs.code"},

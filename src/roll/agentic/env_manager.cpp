@@ -78,42 +78,53 @@ std::vector<int32_t> EnvManager::encode_prompt(const nlohmann::ordered_json& mes
 }
 
 bool EnvManager::generate(const std::vector<int32_t>& input_ids, int64_t episode_id, Turn& turn) {
-  GenerateRequest req;
-  req.rid = fmt::format("{}_{}_{}_{}_{}", o_.mode, o_.spec.tag, o_.env_id, episode_id, request_counter_++);
-  req.input_ids = input_ids;
-  req.params = o_.generation;
   // Per-request seed: a rollout depends on its episode, slot and turn only (exact resume,
   // docs/agentic.md), not on arrival order at the engine.
-  req.params.seed = mix_seed({o_.group_seed, o_.mode == "val" ? 1u : 0u, static_cast<uint64_t>(episode_id),
-                              static_cast<uint64_t>(slot_), static_cast<uint64_t>(turn_++), o_.generation.seed.value_or(0)});
-  req.params.max_new_tokens = std::min<int64_t>({o_.spec.max_tokens_per_step, o_.generation.max_new_tokens,
-                                                 o_.sequence_length - static_cast<int64_t>(input_ids.size())});
-  req.src_rank = o_.env_id;
-  std::future<GenerateResult> answer;
-  {
-    // Checked under the lock stop() takes, so a stop never misses the request it must abort.
-    std::lock_guard<std::mutex> g(mu_);
-    if (stop_) return false;
-    in_flight_ = req.rid;
-    answer = llm_.generate(std::move(req));
+  const uint64_t seed = mix_seed({o_.group_seed, o_.mode == "val" ? 1u : 0u, static_cast<uint64_t>(episode_id),
+                                  static_cast<uint64_t>(slot_), static_cast<uint64_t>(turn_++),
+                                  o_.generation.seed.value_or(0)});
+  const int64_t budget = std::min<int64_t>({o_.spec.max_tokens_per_step, o_.generation.max_new_tokens,
+                                            o_.sequence_length - static_cast<int64_t>(input_ids.size())});
+  turn.response_ids.clear();
+  turn.response_logprobs.clear();
+  // More than one round only with partial rollout: each continues the turn from what it has.
+  for (uint64_t round = 0;; ++round) {
+    GenerateRequest req;
+    req.rid = fmt::format("{}_{}_{}_{}_{}", o_.mode, o_.spec.tag, o_.env_id, episode_id, request_counter_++);
+    req.input_ids = input_ids;
+    req.input_ids.insert(req.input_ids.end(), turn.response_ids.begin(), turn.response_ids.end());
+    req.params = o_.generation;
+    req.params.seed = round == 0 ? seed : mix_seed({seed, round});
+    req.params.max_new_tokens = budget - static_cast<int64_t>(turn.response_ids.size());
+    req.src_rank = o_.env_id;
+    std::future<GenerateResult> answer;
+    {
+      // Checked under the lock stop() takes, so a stop never misses the request it must abort.
+      std::lock_guard<std::mutex> g(mu_);
+      if (stop_) return false;
+      in_flight_ = req.rid;
+      answer = llm_.generate(std::move(req));
+    }
+    GenerateResult res;
+    try {
+      res = answer.get();
+    } catch (const std::exception&) {
+      std::lock_guard<std::mutex> g(mu_);
+      in_flight_.clear();
+      if (stop_) return false;  // the client was closed under us: a stop, not a failure
+      throw;
+    }
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      in_flight_.clear();
+    }
+    const bool aborted = res.finish_reason == "abort";
+    if (aborted && !o_.partial_rollout) return false;
+    turn.response_ids.insert(turn.response_ids.end(), res.output_token_ids.begin(), res.output_token_ids.end());
+    turn.response_logprobs.insert(turn.response_logprobs.end(), res.output_logprobs.begin(), res.output_logprobs.end());
+    // Cut off with budget left: the next round is held by the suspended router until it resumes.
+    if (!aborted || static_cast<int64_t>(turn.response_ids.size()) >= budget) return true;
   }
-  GenerateResult res;
-  try {
-    res = answer.get();
-  } catch (const std::exception&) {
-    std::lock_guard<std::mutex> g(mu_);
-    in_flight_.clear();
-    if (stop_) return false;  // the client was closed under us: a stop, not a failure
-    throw;
-  }
-  {
-    std::lock_guard<std::mutex> g(mu_);
-    in_flight_.clear();
-  }
-  if (res.finish_reason == "abort") return false;
-  turn.response_ids = std::move(res.output_token_ids);
-  turn.response_logprobs = std::move(res.output_logprobs);
-  return true;
 }
 
 EnvStep EnvManager::act(Turn& turn) {

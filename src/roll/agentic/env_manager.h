@@ -47,6 +47,10 @@ struct EnvManagerOptions {
   bool skip_mock_system_prompt = false;
   std::string mode = "train";  // train | val: keeps request ids of both fleets apart in one router
   bool render = false;  // rollouts carry the episode as text in meta.render (val with render_save_dir)
+  // Asynchronous training (async_generation_ratio > 0): a turn cut off by the abort before a model
+  // update continues after resume from its partial output (partial rollout); otherwise the episode
+  // is played again.
+  bool partial_rollout = false;
 };
 
 // Fills ROLL's agent_template placeholders that appear in `tmpl` ({observation}, {turn_idx}, ...).

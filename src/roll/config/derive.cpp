@@ -389,11 +389,8 @@ void derive_common(Ctx& x) {
     x.warn("track_with", upload_tracker_notice(c.track_with, "the tracker log directory (docs/tracking.md)"));
   if (c.async_generation_ratio < 0)
     x.error("async_generation_ratio", fmt::format("must be >= 0, got {}", c.async_generation_ratio));
-  if (c.async_generation_ratio > 0 && c.kind != PipelineKind::rlvr)
-    x.error("async_generation_ratio",
-            fmt::format("async_generation_ratio = {}: asynchronous (off-policy) generation runs in the RLVR pipeline "
-                        "only so far; see docs/known-gaps.md (use 0)",
-                        c.async_generation_ratio));
+  if (c.async_generation_ratio > 0 && c.kind == PipelineKind::sft)
+    x.error("async_generation_ratio", "the SFT pipeline generates nothing: async_generation_ratio must be 0");
   if (c.generate_opt_level != 0 && c.generate_opt_level != 1)
     x.error("generate_opt_level", fmt::format("must be 0 or 1, got {}", c.generate_opt_level));
   if (c.transfer_backend && !c.transfer_backend->is_null())
@@ -763,6 +760,30 @@ void derive_env_manager(Ctx& x, const std::string& key, EnvManagerConfig& m, boo
       std::max<int64_t>(c.actor_infer.max_concurrency, m.worker.world_size.value_or(1) * m.max_env_num_per_worker + 1);
 }
 
+// Asynchronous agentic training (docs/agentic.md): ROLL's rules, a whole number of steps ahead and
+// no device shared between training and inference (ROLL: "colocating mode only support
+// sync/on-policy training"). Partial GPU mode (train devices a strict subset of infer's) is
+// check_partial_gpu_mode's.
+void check_async_agentic(Ctx& x) {
+  PipelineConfig& c = x.c;
+  if (c.async_generation_ratio != std::floor(c.async_generation_ratio))
+    x.error("async_generation_ratio",
+            fmt::format("the agentic pipeline runs a whole number of steps ahead: async_generation_ratio must be an "
+                        "integer, got {}",
+                        c.async_generation_ratio));
+  if (!c.actor_train.device_mapping || !c.actor_infer.device_mapping) return;
+  const auto& train = *c.actor_train.device_mapping;
+  const auto& infer = *c.actor_infer.device_mapping;
+  auto both = intersect(train, infer);
+  const bool partial_mode = c.partial_gpu_mode && both.size() == train.size() && train.size() < infer.size();
+  if (!both.empty() && !partial_mode)
+    x.error("actor_infer.device_mapping",
+            fmt::format("asynchronous generation (async_generation_ratio = {}) needs actor_infer on devices of its "
+                        "own (ROLL: colocating mode only supports sync/on-policy training): it shares device ids {} "
+                        "with actor_train.device_mapping",
+                        c.async_generation_ratio, format_device_ids(both)));
+}
+
 void derive_agentic(Ctx& x) {
   PipelineConfig& c = x.c;
   if (!c.sequence_length) x.error("sequence_length", "the agentic pipeline needs sequence_length");
@@ -804,6 +825,7 @@ void derive_agentic(Ctx& x) {
     if (*g) (*g)->num_return_sequences = 1;
   derive_env_manager(x, "train_env_manager", c.train_env_manager, true);
   derive_env_manager(x, "val_env_manager", c.val_env_manager, false);
+  if (c.async_generation_ratio > 0) check_async_agentic(x);
 }
 
 // Agentic partial_gpu_mode validation (docs/config.md).
@@ -815,11 +837,11 @@ void check_partial_gpu_mode(Ctx& x) {
   auto both = intersect(train, infer);
   if (both.empty()) return;  // (A) disjoint
   const bool train_strict_subset = both.size() == train.size() && train.size() < infer.size();
-  if (train_strict_subset) {  // (B) partial mode needs async generation, which we do not have
+  if (train_strict_subset) {  // (B) partial mode: shrinks and expands the infer fleet every step
     x.error("partial_gpu_mode",
-            "actor_train devices are a strict subset of actor_infer's: ROLL's partial GPU mode needs "
-            "async_generation_ratio > 0, which rollcpp does not support yet; set partial_gpu_mode: false or use "
-            "disjoint/identical device_mapping (docs/known-gaps.md)");
+            "actor_train devices are a strict subset of actor_infer's: ROLL's partial GPU mode (async generation "
+            "that shrinks the infer fleet off the train devices while training) is not supported in rollcpp yet; "
+            "set partial_gpu_mode: false or use disjoint device_mapping (docs/known-gaps.md)");
     return;
   }
   // (C) colocating: the train devices must cover the infer (+ reward) devices exactly.

@@ -147,6 +147,19 @@ void AgenticPipeline::on_finished() {
   impl_->train_queue->shutdown();
 }
 
+Metrics AgenticPipeline::before_model_update(int64_t) {
+  Metrics m;
+  if (config().async_generation_ratio <= 0 || !impl_->train_rollout_started) return m;
+  // Asynchronous: the env loops generated through training; new turns wait from here until the
+  // next get_batch resumes the router, and the turns in flight are cut off. Their env managers send
+  // the rest of each as a continuation (partial rollout), which the router holds until then.
+  const auto t0 = std::chrono::steady_clock::now();
+  impl_->train_router->suspend();
+  impl_->train_router->abort_all();
+  m["time/step_stop_server"] = seconds_since(t0);
+  return m;
+}
+
 void AgenticPipeline::on_started() {
   const auto& c = config();
   auto& infer = cluster("actor_infer");
@@ -245,9 +258,14 @@ Metrics AgenticPipeline::run_step(int64_t step) {
   im.train_router->resume();
   auto rollouts = im.train_queue->get_batch(c.rollout_batch_size, step, static_cast<double>(c.rpc_timeout));
   if (!rollouts) throw Error(fmt::format("step {}: no rollout batch within rpc_timeout ({} s)", step, c.rpc_timeout));
-  // Synchronous training: nothing generates while the weights change (ROLL's suspend + abort).
-  im.train_router->suspend();
-  im.train_router->abort_all();
+  if (c.async_generation_ratio <= 0) {
+    // Synchronous training: nothing generates while the weights change (ROLL's suspend + abort).
+    im.train_router->suspend();
+    im.train_router->abort_all();
+  }
+  double lag = 0;
+  for (const auto& r : *rollouts) lag += static_cast<double>(step - r.start_step);
+  m["scheduler/off_policy_ratio"] = rollouts->empty() ? 0.0 : lag / static_cast<double>(rollouts->size());
   rl::MetricMap env;
   Batch batch = rollouts_batch(*rollouts, env);
   for (auto& [k, v] : env.reduce()) m[k] = v;

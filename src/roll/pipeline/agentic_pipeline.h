@@ -23,6 +23,7 @@ class AgenticPipeline : public PipelineBase {
   bool has_validation() const override;
   void on_started() override;
   void on_finished() override;
+  Metrics before_model_update(int64_t step) override;
   nlohmann::json state_kv() const override;
   void restore_kv(const nlohmann::json& kv) override;
 

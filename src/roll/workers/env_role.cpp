@@ -118,6 +118,7 @@ class EnvRole : public runtime::Role {
       o.skip_mock_system_prompt = c.skip_mock_system_prompt;
       o.mode = mode;
       o.render = mode == "val" && c.render_save_dir.has_value();
+      o.partial_rollout = mode == "train" && c.async_generation_ratio > 0;
       std::unique_ptr<agentic::EnvManager> m;
       if (agentic::is_step_env_manager(o.spec))
         m = std::make_unique<agentic::StepEnvManager>(std::move(o), *tokenizer_, *chat_template_, *llm_, *episodes_);
