@@ -14,12 +14,9 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 roll="$(realpath "$1/src/roll/cli/roll")"
 rounds="${2:-2}"
 steps="${3:-12}"
-py=/usr/bin/python3
 work="$(mktemp -d /tmp/roll-bench-agentic-async.XXXXXX)"
 trap 'rm -rf "$work"' EXIT
 cd "$work"
-cpu="$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
-flags="$(grep -m1 '^flags' /proc/cpuinfo | tr ' ' '\n' | grep -E '^(avx2|avx512f|avx512_bf16|amx_bf16)$' | tr '\n' ' ')"
 configs="$root/examples/demo"
 # The warm start, as scripts/lib/frozen_lake_learn.sh builds it for seed 1.
 "$roll" model init --preset tiny --hidden-size 128 --layers 4 --intermediate-size 512 --heads 8 --kv-heads 4 \
@@ -39,28 +36,8 @@ run() {  # run VARIANT ROUND OVERRIDES...
   "$roll" agentic --config_path "$configs" --config_name frozen_lake_learn_rl --quiet-workers seed=8 \
     pretrain="$sft_ckpt" max_steps="$steps" save_steps=1000 output_dir="$out" logging_dir="$out/logs" "$@" \
     > "$out.log" 2>&1 || { tail -20 "$out.log" >&2; exit 1; }
-  $py - "$(find "$out" -name metrics.jsonl | head -1)" "$variant" "$round" "$cpu" "$flags" "$work/sync-$round.json" <<'PY'
-import json, os, sys
-path, variant, rnd, cpu, flags, sync_file = sys.argv[1:7]
-rows = [json.loads(l)["metrics"] for l in open(path)][1:]  # the first step warms up
-mean = lambda k: sum(r.get(k, 0.0) for r in rows) / len(rows)
-wall = mean("time/step_wall")
-out = {"bench": "agentic_async", "variant": variant, "round": int(rnd), "steps": len(rows),
-       "step_wall_mean_s": round(wall, 3), "rollout_s": round(mean("time/step_rollout"), 3),
-       "off_policy_ratio": round(mean("scheduler/off_policy_ratio"), 3),
-       "train_success": round(mean("env/FrozenLake/success"), 3), "cpu": cpu, "flags": flags.strip()}
-if variant == "sync-separate":
-    gen = mean("time/step_rollout")
-    rest = wall - gen
-    out.update(rest_s=round(rest, 3), ideal_speedup=round((gen + rest) / max(gen, rest), 3))
-    json.dump({"wall": wall, "ideal": (gen + rest) / max(gen, rest)}, open(sync_file, "w"))
-elif os.path.exists(sync_file):
-    s = json.load(open(sync_file))
-    out["speedup_vs_sync_separate"] = round(s["wall"] / wall, 3)
-    out["ideal_speedup"] = round(s["ideal"], 3)
-    out["share_of_ideal"] = round((s["wall"] / wall) / s["ideal"], 3)
-print(json.dumps(out))
-PY
+  BENCH_OVERRIDES="${extra[*]:-}" "$root/bench/overlap_summary.py" "$(find "$out" -name metrics.jsonl | head -1)" agentic_async \
+    "$variant" "$round" "$work/sync-$round.json" time/step_rollout off_policy_ratio=scheduler/off_policy_ratio train_success=env/FrozenLake/success
 }
 
 for round in $(seq 1 "$rounds"); do

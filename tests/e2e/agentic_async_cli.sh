@@ -14,6 +14,8 @@ work="$(mktemp -d /tmp/roll-e2e-agentic-async.XXXXXX)"
 trap 'pkill -KILL -f "$work" 2>/dev/null || true; rm -rf "$work"' EXIT
 cd "$work"
 py=/usr/bin/python3
+# shellcheck source=tests/e2e/lib/agentic_gigpo_config.sh
+source "$root/tests/e2e/lib/agentic_gigpo_config.sh"
 
 "$roll" model init --preset tiny --seed 5 --out output/models/tiny >/dev/null
 base=(--config_path "$root/examples/cpu" --config_name agentic_frozen_lake
@@ -49,22 +51,7 @@ grep -q "pipeline complete!" a.log
 for s in 0 2; do grep -q "\"val/FrozenLake/score/mean\"" "$(find . -path "*/a/*" -name metrics.jsonl | head -1)"; done
 
 echo "== B: StepEnvManager + gigpo, ratio 2"
-mkdir -p cfg
-cat > cfg/agentic_gigpo.yaml <<YAML
-defaults:
-  - $root/examples/cpu/agentic_frozen_lake@_here_
-adv_estimator: gigpo
-env_manager_cls: roll.pipeline.agentic.env_manager.step_env_manager.StepEnvManager
-custom_env:
-  FrozenLake:
-    history_length: 2
-agent_template: |
-  ## Env Instruction:
-  {env_instruction}
-  ## State: you have completed {step_count} steps. Recent history ({history_length}): [{history}]
-  You are at step {current_step}. Current observation: [{current_observation}]
-  Answer as <answer>Left</answer>, Down, Right or Up; at most {max_response_length} tokens:
-YAML
+write_agentic_gigpo_config "$root" cfg
 "$roll" agentic --config_path cfg --config_name agentic_gigpo --quiet-workers "${base[@]:4}" async_generation_ratio=2 \
   eval_steps=0 output_dir=./out_b exp_name=b > b.log 2>&1 || { tail -40 b.log; exit 1; }
 check "$(find . -path "*/b/*" -name metrics.jsonl | head -1)" 4 2

@@ -14,6 +14,8 @@ work="$(mktemp -d /tmp/roll-e2e-agentic.XXXXXX)"
 trap 'rm -rf "$work"' EXIT
 cd "$work"
 py=/usr/bin/python3
+# shellcheck source=tests/e2e/lib/agentic_gigpo_config.sh
+source "$root/tests/e2e/lib/agentic_gigpo_config.sh"
 
 "$roll" model init --preset tiny --seed 5 --out output/models/tiny >/dev/null
 common=(--config_path "$root/examples/cpu" --config_name agentic_frozen_lake --quiet-workers
@@ -66,22 +68,7 @@ $py "$root/tests/e2e/same_step_metrics.py" "$a_metrics" "$b_metrics" 3 env/Froze
   actor/pg_loss
 
 echo "== C: StepEnvManager + gigpo, 2 steps"
-mkdir -p cfg
-cat > cfg/agentic_gigpo.yaml <<YAML
-defaults:
-  - $root/examples/cpu/agentic_frozen_lake@_here_
-adv_estimator: gigpo
-env_manager_cls: roll.pipeline.agentic.env_manager.step_env_manager.StepEnvManager
-custom_env:
-  FrozenLake:
-    history_length: 2
-agent_template: |
-  ## Env Instruction:
-  {env_instruction}
-  ## State: you have completed {step_count} steps. Recent history ({history_length}): [{history}]
-  You are at step {current_step}. Current observation: [{current_observation}]
-  Answer as <answer>Left</answer>, Down, Right or Up; at most {max_response_length} tokens:
-YAML
+write_agentic_gigpo_config "$root" cfg
 "$roll" agentic --config_path cfg --config_name agentic_gigpo --quiet-workers pretrain=output/models/tiny \
   rollout_batch_size=8 train_env_manager.num_env_groups=2 'train_env_manager.num_groups_partition=[2]' \
   val_batch_size=4 val_env_manager.num_env_groups=4 'val_env_manager.num_groups_partition=[4]' \
