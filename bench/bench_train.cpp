@@ -6,7 +6,13 @@
 //
 //   bench_train [--smoke] [--threads 2] [--presets small,qwen2.5-0.5b-shape] [--ranks 1,2]
 //               [--dtypes bf16,fp32] [--gc both|on|off] [--seq 256] [--micro 2] [--ga 2] [--steps 3]
-//               [--warmup 1] [--zero-2rank 3]
+//               [--warmup 1] [--zero-2rank 3] [--lora-ranks 0,16] [--lora-target q_proj,k_proj,v_proj,o_proj]
+//               [--rounds 1]
+//
+// --lora-ranks: 0 trains the full model; R > 0 trains rank-R LoRA adapters on --lora-target over a
+// frozen base (docs/lora.md). With any R > 0 every configuration runs in a process of its own, so
+// that `peak_rss_mb` (the process's peak resident set) compares them. --rounds repeats the whole
+// list, so that A B A B interleaves the configurations.
 //
 // MFU counts model FLOPs (3 x forward: linear layers, attention scores/values, LM head); HFU adds
 // what the implementation recomputes (the checkpointed layers' forward, the chunked LM head's
@@ -18,6 +24,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -33,6 +40,7 @@
 
 #include "roll/comm/process_group.h"
 #include "roll/comm/store.h"
+#include "roll/model/lora.h"
 #include "roll/model/model_init.h"
 #include "roll/model/transformer.h"
 #include "roll/train/strategy.h"
@@ -54,8 +62,12 @@ struct Args {
   std::string gc = "both";
   int64_t seq = 256, micro = 2, ga = 2, steps = 3;
   int zero_2rank = 3;  // ZeRO stage with 2 ranks: two full 0.5B AdamW states do not fit in this machine's memory
-  // Child mode (one rank of a multi-rank measurement).
+  std::vector<int64_t> lora_ranks = {0};
+  std::string lora_target = "q_proj,k_proj,v_proj,o_proj";
+  int rounds = 1;
+  // Child mode (one rank of a multi-rank or isolated measurement).
   int child_rank = -1, child_world = 1, child_port = 0, child_gc = 1;
+  int64_t child_lora = 0;
   std::string child_preset, child_dtype = "bf16";
 };
 
@@ -157,15 +169,24 @@ model::ModelConfig config_of(const std::string& preset, bool smoke) {
 struct Measured {
   double step_s = 0, fwd_bwd_s = 0, optimizer_s = 0;
   int64_t params = 0;
+  long peak_rss_kb = -1;  // of the process that measured, when it measured nothing else
   std::string describe;
 };
 
+long peak_rss_kb() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return u.ru_maxrss;
+}
+
 // Runs warm-up + measured steps on this rank; every rank calls it together.
-Measured measure(const Args& a, const std::string& preset, const std::string& dtype, bool gc,
+Measured measure(const Args& a, const std::string& preset, const std::string& dtype, bool gc, int64_t lora_rank,
                  std::shared_ptr<comm::ProcessGroup> pg) {
   const int world = pg ? pg->size() : 1, rank = pg ? pg->rank() : 0;
   const model::ModelConfig c = config_of(preset, a.smoke);
   auto model = model::Transformer::random(c, dtype_of(dtype), 1, 0.02);
+  if (lora_rank > 0)
+    model->add_lora(model::lora_config_from_args(a.lora_target, lora_rank, std::nullopt, 0, "--lora-target"), 2);
   Measured m;
   m.params = model->num_parameters();
   train::TrainOptions o;
@@ -213,7 +234,7 @@ Measured measure(const Args& a, const std::string& preset, const std::string& dt
 }
 
 void report(const Args& a, const std::string& preset, const std::string& dtype, int world, bool gc,
-            const Measured& m, double peak, int threads_per_rank, double load) {
+            int64_t lora_rank, const Measured& m, double peak, int threads_per_rank, double load) {
   const model::ModelConfig c = config_of(preset, a.smoke);
   const int64_t tokens = a.micro * a.seq * a.ga * world;
   const Flops f = step_flops(c, tokens, a.seq, gc);
@@ -222,12 +243,14 @@ void report(const Args& a, const std::string& preset, const std::string& dtype, 
       "{\"bench\":\"train_step\",\"preset\":\"%s\",\"params\":%lld,\"dtype\":\"%s\",\"ranks\":%d,"
       "\"threads_per_rank\":%d,\"zero_stage\":%d,\"grad_ckpt\":%s,\"micro_batch\":%lld,\"seq\":%lld,\"ga\":%lld,"
       "\"tokens_per_step\":%lld,\"step_s\":%.3f,\"fwd_bwd_s\":%.3f,\"optimizer_s\":%.3f,\"tokens_per_s\":%.1f,"
-      "\"model_gflops\":%.2f,\"gemm_peak_gflops\":%.2f,\"mfu\":%.3f,\"hfu\":%.3f,\"load1\":%.2f}\n",
+      "\"model_gflops\":%.2f,\"gemm_peak_gflops\":%.2f,\"mfu\":%.3f,\"hfu\":%.3f,\"load1\":%.2f,"
+      "\"lora_rank\":%lld,\"lora_target\":\"%s\",\"peak_rss_mb\":%.1f}\n",
       a.smoke ? "tiny" : preset.c_str(), static_cast<long long>(m.params), dtype.c_str(), world, threads_per_rank,
       world > 1 ? a.zero_2rank : 0, gc ? "true" : "false", static_cast<long long>(a.micro),
       static_cast<long long>(a.seq), static_cast<long long>(a.ga), static_cast<long long>(tokens), m.step_s,
       m.fwd_bwd_s, m.optimizer_s, tokens / m.step_s, gflops, peak, gflops / peak, f.hardware / m.step_s / 1e9 / peak,
-      load);
+      load, static_cast<long long>(lora_rank), lora_rank > 0 ? a.lora_target.c_str() : "",
+      m.peak_rss_kb >= 0 ? m.peak_rss_kb / 1024.0 : -1.0);
   std::fflush(stdout);
 }
 
@@ -238,10 +261,11 @@ int run_child(const Args& a) {
   go.name = "bench";
   go.timeout = std::chrono::minutes(30);
   auto pg = comm::ProcessGroup::create(store, a.child_rank, a.child_world, go);
-  Measured m = measure(a, a.child_preset, a.child_dtype, a.child_gc != 0, pg);
+  Measured m = measure(a, a.child_preset, a.child_dtype, a.child_gc != 0, a.child_lora, pg);
   if (a.child_rank == 0) {
     // The parent measured the peak; hand the numbers back on stdout as one line it parses.
-    std::printf("CHILD %.6f %.6f %.6f %lld\n", m.step_s, m.fwd_bwd_s, m.optimizer_s, static_cast<long long>(m.params));
+    std::printf("CHILD %.6f %.6f %.6f %lld %ld\n", m.step_s, m.fwd_bwd_s, m.optimizer_s,
+                static_cast<long long>(m.params), peak_rss_kb());
     std::fflush(stdout);
   }
   return 0;
@@ -249,7 +273,7 @@ int run_child(const Args& a) {
 
 // Runs `world` ranks of this binary for one configuration; returns rank 0's measurement.
 Measured run_ranks(const Args& a, const std::string& exe, const std::string& preset, const std::string& dtype,
-                   bool gc, int world) {
+                   bool gc, int64_t lora_rank, int world) {
   auto store = comm::Store::tcp({"127.0.0.1", 0, true, std::chrono::minutes(5)});
   const std::string out = std::filesystem::temp_directory_path() / ("bench_train_rank0_" + std::to_string(getpid()));
   std::vector<pid_t> pids;
@@ -261,7 +285,8 @@ Measured run_ranks(const Args& a, const std::string& exe, const std::string& pre
                                   std::to_string(a.warmup), "--threads",
                                   std::to_string(a.threads), "--seq", std::to_string(a.seq),
                                   "--micro", std::to_string(a.micro), "--ga", std::to_string(a.ga),
-                                  "--steps", std::to_string(a.steps), "--zero-2rank", std::to_string(a.zero_2rank)};
+                                  "--steps", std::to_string(a.steps), "--zero-2rank", std::to_string(a.zero_2rank),
+                                  "--child-lora", std::to_string(lora_rank), "--lora-target", a.lora_target};
     if (a.smoke) args.push_back("--smoke");
     std::vector<char*> argv;
     for (auto& s : args) argv.push_back(s.data());
@@ -286,7 +311,9 @@ Measured run_ranks(const Args& a, const std::string& exe, const std::string& pre
   Measured m;
   std::FILE* f = std::fopen(out.c_str(), "r");
   long long params = 0;
-  if (!ok || !f || std::fscanf(f, "CHILD %lf %lf %lf %lld", &m.step_s, &m.fwd_bwd_s, &m.optimizer_s, &params) != 4) {
+  if (!ok || !f ||
+      std::fscanf(f, "CHILD %lf %lf %lf %lld %ld", &m.step_s, &m.fwd_bwd_s, &m.optimizer_s, &params, &m.peak_rss_kb) !=
+          5) {
     std::fprintf(stderr, "bench_train: a rank failed (%s, %d ranks)\n", preset.c_str(), world);
     std::exit(1);
   }
@@ -317,6 +344,12 @@ int main(int argc, char** argv) {
     else if (k == "--zero-2rank") a.zero_2rank = std::stoi(next());
     else if (k == "--warmup") a.warmup = std::stoll(next());
     else if (k == "--dtypes") a.dtypes = split(next());
+    else if (k == "--lora-ranks") {
+      a.lora_ranks.clear();
+      for (auto& r : split(next())) a.lora_ranks.push_back(std::stoll(r));
+    } else if (k == "--lora-target") a.lora_target = next();
+    else if (k == "--rounds") a.rounds = std::max(1, std::stoi(next()));
+    else if (k == "--child-lora") a.child_lora = std::stoll(next());
     else if (k == "--child-dtype") a.child_dtype = next();
     else if (k == "--child-rank") a.child_rank = std::stoi(next());
     else if (k == "--child-world") a.child_world = std::stoi(next());
@@ -349,31 +382,39 @@ int main(int argc, char** argv) {
   std::vector<bool> gcs;
   if (a.gc != "off") gcs.push_back(true);
   if (a.gc != "on") gcs.push_back(false);
-  for (const std::string& preset : a.presets)
-    for (const std::string& dtype : a.dtypes)
-      for (int world : a.ranks)
-        for (bool gc : gcs) {
-          const int tpr = std::max(1, a.threads / world);
-          const double peak = world * peak_of(dtype, tpr);
-          const model::ModelConfig c = config_of(preset, a.smoke);
-          const double params = count_params(c);
-          const double need_gb = world * (params * train_bytes_per_param(dtype, world, world > 1 ? a.zero_2rank : 0) / 1e9 + 1.0);
-          if (need_gb > mem_available_gb() - 1.0) {
-            std::printf("{\"bench\":\"train_step\",\"preset\":\"%s\",\"dtype\":\"%s\",\"ranks\":%d,\"grad_ckpt\":%s,"
-                        "\"skipped\":\"needs ~%.1f GB, %.1f GB available\"}\n",
-                        preset.c_str(), dtype.c_str(), world, gc ? "true" : "false", need_gb, mem_available_gb());
-            std::fflush(stdout);
-            continue;
-          }
-          const double load = load1();
-          Measured m;
-          if (world == 1) {
-            at::set_num_threads(a.threads);
-            m = measure(a, preset, dtype, gc, nullptr);
-          } else {
-            m = run_ranks(a, std::filesystem::read_symlink("/proc/self/exe").string(), preset, dtype, gc, world);
-          }
-          report(a, preset, dtype, world, gc, m, peak, tpr, std::max(load, load1()));
-        }
+  const bool isolate = std::any_of(a.lora_ranks.begin(), a.lora_ranks.end(), [](int64_t r) { return r > 0; });
+  for (int round = 0; round < a.rounds; ++round)
+    for (const std::string& preset : a.presets)
+      for (const std::string& dtype : a.dtypes)
+        for (int world : a.ranks)
+          for (bool gc : gcs)
+            for (int64_t lora : a.lora_ranks) {
+              const int tpr = std::max(1, a.threads / world);
+              const double peak = world * peak_of(dtype, tpr);
+              const model::ModelConfig c = config_of(preset, a.smoke);
+              const double params = count_params(c);
+              // LoRA: the frozen base only (the adapters and their state are small).
+              const double per_param =
+                  lora > 0 ? (dtype == "bf16" ? 2 : 4) : train_bytes_per_param(dtype, world, world > 1 ? a.zero_2rank : 0);
+              const double need_gb = world * (params * per_param / 1e9 + 1.0);
+              if (need_gb > mem_available_gb() - 1.0) {
+                std::printf("{\"bench\":\"train_step\",\"preset\":\"%s\",\"dtype\":\"%s\",\"ranks\":%d,\"grad_ckpt\":%s,"
+                            "\"lora_rank\":%lld,\"skipped\":\"needs ~%.1f GB, %.1f GB available\"}\n",
+                            preset.c_str(), dtype.c_str(), world, gc ? "true" : "false", static_cast<long long>(lora),
+                            need_gb, mem_available_gb());
+                std::fflush(stdout);
+                continue;
+              }
+              const double load = load1();
+              Measured m;
+              if (world == 1 && !isolate) {
+                at::set_num_threads(a.threads);
+                m = measure(a, preset, dtype, gc, lora, nullptr);
+              } else {
+                m = run_ranks(a, std::filesystem::read_symlink("/proc/self/exe").string(), preset, dtype, gc, lora,
+                              world);
+              }
+              report(a, preset, dtype, world, gc, lora, m, peak, tpr, std::max(load, load1()));
+            }
   return 0;
 }

@@ -10,11 +10,14 @@
 //              (workers/weight_sync.h): the path across nodes.
 //   memcpy     the same bytes copied once in one process with the same threads: the bound the
 //              figures are read against (`of_memcpy` = memcpy seconds / sync seconds).
+//   With --lora R (and --lora-target, default q_proj,k_proj,v_proj,o_proj) the sender holds rank-R
+//   LoRA adapters and sends only those; the engine side writes base + (alpha / r) B A into its
+//   weights (workers/adapter_sync.h), as a LoRA infer worker does. Paths shm and broadcast.
 // Per preset, dtype and path: bytes, median seconds of --repeats (after one untimed first sync,
 // which creates and populates the file), min, max, GB/s.
 //
 //   bench_weight_sync [--presets small,qwen2.5-0.5b-shape] [--dtypes fp32,bf16] [--paths shm,shm-share,broadcast]
-//                     [--bucket-mb 1024] [--repeats 5] [--threads 2] [--smoke]
+//                     [--bucket-mb 1024] [--repeats 5] [--threads 2] [--smoke] [--lora R [--lora-target T]]
 //                     [--rank 0|1 --master HOST:PORT]
 // Without --rank, rank 1 is this binary again on 127.0.0.1. With --rank each side is started by
 // hand (two hosts, or two network namespaces: bench/weight_sync_netns.sh); shm needs one host.
@@ -44,6 +47,7 @@
 #include "roll/engine/engine_core.h"
 #include "roll/model/model_init.h"
 #include "roll/model/transformer.h"
+#include "roll/workers/adapter_sync.h"
 #include "roll/workers/shared_weights.h"
 #include "roll/workers/weight_sync.h"
 
@@ -72,6 +76,8 @@ struct Options {
   int rank = -1;  // -1: both, rank 1 spawned here
   std::string host = "127.0.0.1";
   uint16_t port = 0;
+  int64_t lora_rank = 0;  // > 0: sync LoRA adapters of this rank
+  std::string lora_target = "q_proj,k_proj,v_proj,o_proj";
 };
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
@@ -153,9 +159,15 @@ int run(int rank, const Options& o, std::shared_ptr<roll::comm::Store> store = n
       NamedTensors w;
       std::shared_ptr<roll::model::Transformer> model = model_of(preset, dtype, rank == 0 ? 1 : 2);
       std::unique_ptr<roll::engine::EngineCore> engine;
-      if (rank == 0) w = model->named_parameters();
+      std::unique_ptr<roll::workers::AdapterSync> adapters;
+      if (o.lora_rank > 0) {
+        auto lora = roll::model::lora_config_from_args(o.lora_target, o.lora_rank, std::nullopt, 0, "--lora");
+        if (rank == 0) model->add_lora(lora, 3);
+        else adapters = std::make_unique<roll::workers::AdapterSync>(lora, *model);
+      }
+      if (rank == 0) w = model->trainable_parameters();
       else engine = std::make_unique<roll::engine::EngineCore>(model, small_engine());
-      const int64_t bytes = bytes_of(model->named_parameters());
+      const int64_t bytes = bytes_of(rank == 0 ? w : model->named_parameters());
       double memcpy_s = 0;
       if (rank == 0) {
         const auto m = time_memcpy(bytes, o.repeats);
@@ -164,6 +176,7 @@ int run(int rank, const Options& o, std::shared_ptr<roll::comm::Store> store = n
       }
       int64_t version = 0;
       for (const auto& path : o.paths) {
+        if (adapters && path == "shm-share") continue;  // adapters are merged into the engine's own weights
         std::shared_ptr<roll::workers::SharedWeights> shared;
         std::vector<double> secs;
         for (int r = 0; r <= o.repeats; ++r) {  // r == 0: the first sync, untimed
@@ -179,12 +192,24 @@ int run(int rank, const Options& o, std::shared_ptr<roll::comm::Store> store = n
             group->barrier();  // stands in for the driver's call to the infer worker
             if (rank == 1) {
               if (!shared) shared = roll::workers::SharedWeights::open(shm_file);
-              if (path == "shm") engine->update_weights(shared->views());
+              if (adapters) engine->update_weights(adapters->merged(shared->views()));
+              else if (path == "shm") engine->update_weights(shared->views());
               else engine->share_weights(shared->views());
               engine->set_weight_version(version);
             }
           } else if (rank == 0) {
             roll::workers::broadcast_weights(*group, 0, &w, o.bucket_mb << 20);
+          } else if (adapters) {
+            NamedTensors received;
+            roll::workers::receive_weights_into(
+                *group, 0,
+                [&](const std::string& name, at::ScalarType t, const std::vector<int64_t>& shape) {
+                  received.emplace_back(name, at::empty(shape, at::TensorOptions().dtype(t)));
+                  return received.back().second;
+                },
+                o.bucket_mb << 20);
+            engine->update_weights(adapters->merged(received));
+            engine->set_weight_version(version);
           } else {
             engine->update_weights_in_place([&](const NamedTensors& own) {
               std::map<std::string, at::Tensor> by_name(own.begin(), own.end());
@@ -210,8 +235,9 @@ int run(int rank, const Options& o, std::shared_ptr<roll::comm::Store> store = n
           req.params.max_new_tokens = 1;
           const auto out = engine->generate({req});
           const at::Tensor first = model->named_parameters().front().second;
+          // (With adapters the marker is in the sender's adapters, not in the engine's weights.)
           ok.fill_(out.at(0).samples.at(0).token_ids.size() == 1 &&
-                   first.view({-1})[0].item<double>() == static_cast<double>(version) &&
+                   (adapters || first.view({-1})[0].item<double>() == static_cast<double>(version)) &&
                    engine->weight_version() == version);
         }
         group->broadcast(ok, 1);
@@ -221,7 +247,11 @@ int run(int rank, const Options& o, std::shared_ptr<roll::comm::Store> store = n
                       << ": the engine did not hold the last weights\n";
             ++failures;
           }
-          print(path, preset, dt, o, bytes, secs, memcpy_s);
+          if (adapters)
+            print("lora-" + path, preset, dt, o, bytes, secs, memcpy_s,
+                  fmt::format(R"(,"lora_rank":{},"lora_target":"{}")", o.lora_rank, o.lora_target));
+          else
+            print(path, preset, dt, o, bytes, secs, memcpy_s);
         }
       }
     }
@@ -247,6 +277,8 @@ int main(int argc, char** argv) {
     else if (a == "--threads") o.threads = std::max(1, std::stoi(next()));
     else if (a == "--smoke") o.presets = {"tiny"}, o.dtypes = {"fp32"}, o.repeats = 1;
     else if (a == "--rank") o.rank = std::stoi(next());
+    else if (a == "--lora") o.lora_rank = std::stoll(next());
+    else if (a == "--lora-target") o.lora_target = next();
     else if (a == "--master") {
       const std::string m = next();
       const auto colon = m.rfind(':');

@@ -3,7 +3,7 @@
 # start and through one step on CPU, scaled down with overrides only (tests/e2e/corpus_sample.py:
 # a tiny model of the file's family, two-sample batches, devices packed onto a few CPU ranks,
 # generated data for each reward domain; rlvr_config_async with its fp16 infer dtype, which
-# rollcpp refuses, set to bf16). The corpus is read from ROLL_EXAMPLES_DIR (default: the
+# rollcpp refuses, set to bf16; two LoRA configs). The corpus is read from ROLL_EXAMPLES_DIR (default: the
 # roll-examples folder beside the checkout); without it the test is skipped.
 set -euo pipefail
 roll="$1"
@@ -28,4 +28,6 @@ trap 'rm -rf "$work"' EXIT
   qwen2.5-7B-sft_megatron/sft_config \
   qwen2.5-0.5B-agentic/agent_val_frozen_lake \
   qwen2.5-0.5B-agentic/agent_val_frozen_lake_async \
-  qwen2.5-0.5B-agentic/agentic_val_sokoban_gigpo
+  qwen2.5-0.5B-agentic/agentic_val_sokoban_gigpo \
+  qwen2.5-0.5B-agentic/agentic_val_sokoban_lora \
+  qwen2.5-7B-rlvr_megatron/rlvr_lora_fsdp2

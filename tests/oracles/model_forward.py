@@ -2,13 +2,16 @@
 """Reference forward for rollcpp's model tests: a plain PyTorch Qwen2/Qwen3/Llama decoder written
 from the Hugging Face definitions, run with Debian's python3-torch (not the pyenv python).
 
-usage: model_forward.py MODEL_DIR INPUTS_JSON OUT_BIN
+usage: model_forward.py MODEL_DIR INPUTS_JSON OUT_BIN [ADAPTER_DIR]
 INPUTS_JSON: {"input_ids": [[...]], "attention_mask": [[...]], "position_ids": [[...]]}
 OUT_BIN: raw little-endian float32 logits [B, T, vocab].
+ADAPTER_DIR: a PEFT LoRA adapter (adapter_config.json, adapter_model.safetensors) merged into the
+weights in float64 with numpy first, as PEFT's merge_and_unload defines it: W + (lora_alpha / r) B A.
 """
 import json
 import math
 import os
+import re
 import struct
 import sys
 
@@ -47,6 +50,35 @@ def load_weights(model_dir):
     w = {}
     for f in files:
         w.update(load_safetensors(os.path.join(model_dir, f)))
+    return w
+
+
+def apply_peft_adapter(w, adapter_dir):
+    cfg = json.load(open(os.path.join(adapter_dir, "adapter_config.json")))
+    assert cfg["peft_type"] == "LORA", cfg["peft_type"]
+    assert not cfg.get("use_rslora") and not cfg.get("use_dora") and cfg.get("bias", "none") == "none"
+    scale = cfg["lora_alpha"] / cfg["r"]
+    targets = cfg["target_modules"]
+    tensors = load_safetensors(os.path.join(adapter_dir, "adapter_model.safetensors"))
+    prefix, tail_a, tail_b = "base_model.model.", ".lora_A.weight", ".lora_B.weight"
+    merged = 0
+    for name, a in tensors.items():
+        if not name.endswith(tail_a):
+            assert name.endswith(tail_b), name
+            continue
+        assert name.startswith(prefix), name
+        module = name[len(prefix) : -len(tail_a)]
+        # PEFT's matching: a string is a regex over the whole module name, a list matches name tails.
+        if isinstance(targets, str):
+            assert re.fullmatch(targets, module), (targets, module)
+        else:
+            assert any(module == t or module.endswith("." + t) for t in targets), (targets, module)
+        b = tensors[prefix + module + tail_b].numpy()
+        weight = module + ".weight"
+        assert b.shape[0] == w[weight].shape[0] and a.shape[1] == w[weight].shape[1], (module, a.shape, b.shape)
+        w[weight] = torch.from_numpy(w[weight].numpy() + scale * (b @ a.numpy()))
+        merged += 1
+    assert merged > 0, "the adapter adapts nothing"
     return w
 
 
@@ -113,6 +145,8 @@ def main():
     model_dir, inputs, out = sys.argv[1:4]
     cfg = json.load(open(os.path.join(model_dir, "config.json")))
     w = load_weights(model_dir)
+    if len(sys.argv) > 4:
+        w = apply_peft_adapter(w, sys.argv[4])
     inp = json.load(open(inputs))
     ids = torch.tensor(inp["input_ids"], dtype=torch.long)
     mask = torch.tensor(inp["attention_mask"], dtype=torch.long)

@@ -6,6 +6,7 @@
 
 #include "config_test_util.h"
 #include "roll/config/model_arch.h"
+#include "roll/config/placement.h"
 #include "roll/config/platform.h"
 #include "roll/core/cpu_features.h"
 
@@ -600,4 +601,37 @@ TEST(ConfigDerive, AgenticTemplateOtherThanNativeIsAWarningThatItIsUnused) {
   EXPECT_FALSE(has_warning(f.agentic({"+actor_infer.data_args.template=native"}), "data_args.template"));
   // The RLVR pipeline renders its prompts with it.
   EXPECT_FALSE(has_warning(f.rlvr({"+actor_infer.data_args.template=chatml"}), "is not used"));
+}
+
+TEST(ConfigDerive, LoraOnActorTrainAndActorInferMustAgree) {
+  Fixture f;
+  const std::string t = "+actor_train.model_args.lora_target=", i = "+actor_infer.model_args.lora_target=";
+  // ROLL's own examples name all-linear on one side and the module list on the other.
+  auto ok = f.rlvr({t + "all-linear", i + "q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj",
+                    "+actor_train.model_args.lora_rank=32", "+actor_infer.model_args.lora_rank=32"});
+  EXPECT_EQ(*ok.config.actor_train.model_args.lora_target, "all-linear");
+  auto one_side = error_of([&] { f.rlvr({t + "q_proj"}); });
+  EXPECT_NE(one_side.find("actor_infer.model_args.lora_target"), std::string::npos) << one_side;
+  EXPECT_NE(one_side.find("actor_train.model_args.lora_target is 'q_proj'"), std::string::npos) << one_side;
+  auto modules = error_of([&] { f.rlvr({t + "q_proj,v_proj", i + "q_proj"}); });
+  EXPECT_NE(modules.find("adapt different modules"), std::string::npos) << modules;
+  auto rank = error_of([&] { f.rlvr({t + "q_proj", i + "q_proj", "+actor_train.model_args.lora_rank=16"}); });
+  EXPECT_NE(rank.find("actor_infer.model_args.lora_rank"), std::string::npos) << rank;
+  auto bad = error_of([&] { f.rlvr({t + "lm_head", i + "lm_head"}); });
+  EXPECT_NE(bad.find("actor_train.model_args.lora_target"), std::string::npos) << bad;
+  auto extra = error_of([&] { f.rlvr({t + "q_proj", i + "q_proj", "+actor_train.model_args.additional_target=embed_tokens"}); });
+  EXPECT_NE(extra.find("additional_target"), std::string::npos) << extra;
+}
+
+TEST(ConfigDerive, LoraComputesTheReferenceOnActorTrainAndStartsNoReferenceCluster) {
+  Fixture f;
+  auto l = f.rlvr({"init_kl_coef=0.1", "+actor_train.model_args.lora_target=q_proj",
+                   "+actor_infer.model_args.lora_target=q_proj"});
+  EXPECT_TRUE(l.config.enable_reference);
+  EXPECT_TRUE(reference_from_actor(l.config));
+  EXPECT_TRUE(has_warning(l, "key 'reference': ignored under LoRA"));
+  for (const auto& c : make_placement_plan(l.config, l.platform).clusters)
+    if (c.name == "reference") EXPECT_FALSE(c.started) << "configured, not started";
+  auto plain = f.rlvr({"init_kl_coef=0.1"});
+  EXPECT_FALSE(reference_from_actor(plain.config));
 }

@@ -68,7 +68,9 @@ Inputs mixed_padding(int64_t vocab) {
   return in;
 }
 
-at::Tensor oracle_logits(const std::string& model_dir, const Inputs& in, int64_t vocab) {
+// `adapter_dir`: a PEFT LoRA adapter the oracle merges into the weights itself (numpy, float64).
+at::Tensor oracle_logits(const std::string& model_dir, const Inputs& in, int64_t vocab,
+                         const std::string& adapter_dir = "") {
   if (!fs::exists("/usr/bin/python3")) return at::Tensor();
   TempConfigDir d;
   nlohmann::json j;
@@ -86,7 +88,7 @@ at::Tensor oracle_logits(const std::string& model_dir, const Inputs& in, int64_t
   const std::string inp = d.write("in.json", j.dump());
   const std::string out = d.path() + "/out.bin";
   const std::string cmd = "/usr/bin/python3 " + roll::testing::source_dir() + "/tests/oracles/model_forward.py " +
-                          model_dir + " " + inp + " " + out;
+                          model_dir + " " + inp + " " + out + (adapter_dir.empty() ? "" : " " + adapter_dir);
   if (std::system(cmd.c_str()) != 0) {
     ADD_FAILURE() << "oracle failed: " << cmd;
     return at::Tensor();
@@ -99,10 +101,11 @@ at::Tensor oracle_logits(const std::string& model_dir, const Inputs& in, int64_t
 }
 
 // Our logits of `m` (saved in `dir`) against the reference's, on rows with mixed padding.
-void expect_dir_matches_oracle(const Transformer& m, const std::string& dir, const std::string& what) {
+void expect_dir_matches_oracle(const Transformer& m, const std::string& dir, const std::string& what,
+                               const std::string& adapter_dir = "") {
   const int64_t vocab = m.config().vocab_size;
   auto in = mixed_padding(vocab);
-  at::Tensor ref = oracle_logits(dir, in, vocab);
+  at::Tensor ref = oracle_logits(dir, in, vocab, adapter_dir);
   if (!ref.defined()) GTEST_SKIP() << "/usr/bin/python3 with python3-torch not available";
   at::NoGradGuard g;
   at::Tensor ours = m.logits(in.ids, in.mask, in.pos);
@@ -129,6 +132,47 @@ TEST(ModelTransformer, Qwen2TiedMatchesReference) { expect_matches_oracle(Archit
 TEST(ModelTransformer, Qwen2UntiedMatchesReference) { expect_matches_oracle(Architecture::qwen2, false); }
 TEST(ModelTransformer, Qwen3MatchesReference) { expect_matches_oracle(Architecture::qwen3, false); }
 TEST(ModelTransformer, LlamaMatchesReference) { expect_matches_oracle(Architecture::llama, true); }
+
+namespace {
+
+// A LoRA adapter written in PEFT's format, read back by the oracle (which merges W + alpha/r B A
+// itself) and by Transformer::load: the same logits as the model that wrote it.
+void expect_lora_matches_oracle(const std::string& target, int64_t rank, double alpha) {
+  TempConfigDir d;
+  auto c = small_config(Architecture::qwen2, false);
+  auto m = perturbed(c, 7);
+  m->save(d.path() + "/base");
+  m = Transformer::load(d.path() + "/base", at::kFloat);
+  LoraConfig lora;
+  lora.target = config::parse_lora_target(target, "lora_target");
+  lora.rank = rank;
+  lora.alpha = alpha;
+  m->add_lora(lora, 3);
+  {
+    // B starts at zero (the adapter is a no-op): give it values so that it matters.
+    at::manual_seed(4);
+    NamedTensors b;
+    for (const auto& [name, t] : m->adapters())
+      if (name.ends_with(".lora_B.weight")) b.emplace_back(name, at::randn(t.sizes()) * 0.05);
+    m->load_adapters(b);
+  }
+  save_peft_adapter(d.path() + "/adapter", lora, m->adapters(), d.path() + "/base");
+  expect_dir_matches_oracle(*m, d.path() + "/base", "LoRA " + target, d.path() + "/adapter");
+  auto back = Transformer::load(d.path() + "/adapter", at::kFloat);
+  ASSERT_NE(back->lora(), nullptr);
+  EXPECT_EQ(back->adapters().size(), m->adapters().size());
+  auto in = mixed_padding(c.vocab_size);
+  at::NoGradGuard g;
+  EXPECT_TRUE(at::equal(back->logits(in.ids, in.mask, in.pos), m->logits(in.ids, in.mask, in.pos))) << target;
+}
+
+}  // namespace
+
+TEST(ModelTransformer, LoraAllLinearMatchesReference) { expect_lora_matches_oracle("all-linear", 4, 8); }
+TEST(ModelTransformer, LoraListAndRegexMatchReference) {
+  expect_lora_matches_oracle("q_proj,v_proj,down_proj", 2, 16);
+  expect_lora_matches_oracle(R"(.*\.layers\.1\..*(o_proj|up_proj))", 3, 3);
+}
 
 TEST(ModelTransformer, TinyPresetWithFullVocabularyMatchesReference) {
   TempConfigDir d;

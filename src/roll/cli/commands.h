@@ -10,6 +10,7 @@ namespace roll::cli {
 void register_validate(CLI::App& app);
 void register_defaults(CLI::App& app);
 void register_model(CLI::App& app);
+void register_lora(CLI::App& app);
 void register_generate(CLI::App& app);
 void register_worker(CLI::App& app);
 void register_data(CLI::App& app);

@@ -15,6 +15,7 @@ int main(int argc, char** argv) {
   roll::cli::register_validate(app);
   roll::cli::register_defaults(app);
   roll::cli::register_model(app);
+  roll::cli::register_lora(app);
   roll::cli::register_generate(app);
   roll::cli::register_worker(app);
   roll::cli::register_data(app);

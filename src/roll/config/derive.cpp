@@ -10,6 +10,7 @@
 
 #include "roll/config/device_mapping.h"
 #include "roll/config/load.h"
+#include "roll/config/lora_target.h"
 #include "roll/config/model_arch.h"
 #include "roll/config/tracker_names.h"
 #include "roll/core/cpu_features.h"
@@ -216,6 +217,61 @@ void fold_model_parallel(Ctx& x, const std::string& role, WorkerConfig& w, const
                            keys, what, batch));
 }
 
+// One role's LoRA keys (config/lora_target.h); the roles' agreement is check_lora_roles.
+void check_lora_args(Ctx& x, const std::string& role, const ModelArguments& a) {
+  const std::string key = role + ".model_args";
+  try {
+    parse_lora_target(*a.lora_target, key + ".lora_target");
+  } catch (const ConfigError& e) {
+    x.error(e.key(), e.what());
+  }
+  if (a.lora_rank < 1) x.error(key + ".lora_rank", fmt::format("lora_rank must be >= 1, got {}", a.lora_rank));
+  if (a.lora_alpha && *a.lora_alpha <= 0) x.error(key + ".lora_alpha", "lora_alpha must be > 0");
+  if (a.lora_dropout < 0 || a.lora_dropout >= 1)
+    x.error(key + ".lora_dropout", fmt::format("lora_dropout must be in [0, 1), got {}", a.lora_dropout));
+  if (a.additional_target)
+    x.error(key + ".additional_target", "training whole modules beside the LoRA adapters (PEFT's modules_to_save) "
+                                        "is not supported; see docs/known-gaps.md");
+  if (role != "actor_train" && role != "actor_infer" && role != "sft_train")
+    x.error(key + ".lora_target", fmt::format("LoRA applies to actor_train, actor_infer and sft_train, not {}", role));
+}
+
+// actor_train trains the adapters actor_infer applies: both name the same modules, rank and alpha
+// ("all-linear" and the list of every linear module agree).
+void check_lora_roles(Ctx& x) {
+  const ModelArguments& t = x.c.actor_train.model_args;
+  const ModelArguments& i = x.c.actor_infer.model_args;
+  if (!t.lora_target && !i.lora_target) return;
+  if (!t.lora_target || !i.lora_target) {
+    x.error(t.lora_target ? "actor_infer.model_args.lora_target" : "actor_train.model_args.lora_target",
+            fmt::format("actor_train.model_args.lora_target is {} and actor_infer.model_args.lora_target is {}: "
+                        "set both (the engine applies the adapters actor_train trains) or neither",
+                        t.lora_target ? "'" + *t.lora_target + "'" : "unset",
+                        i.lora_target ? "'" + *i.lora_target + "'" : "unset"));
+    return;
+  }
+  std::vector<std::string> tm, im;
+  try {
+    tm = lora_target_modules(parse_lora_target(*t.lora_target, "actor_train.model_args.lora_target"), 1);
+    im = lora_target_modules(parse_lora_target(*i.lora_target, "actor_infer.model_args.lora_target"), 1);
+  } catch (const ConfigError&) {
+    return;  // reported by check_lora_args
+  }
+  if (tm != im)
+    x.error("actor_infer.model_args.lora_target",
+            fmt::format("actor_train.model_args.lora_target '{}' and actor_infer.model_args.lora_target '{}' adapt "
+                        "different modules ({} against {})",
+                        *t.lora_target, *i.lora_target, fmt::join(tm, ","), fmt::join(im, ",")));
+  if (t.lora_rank != i.lora_rank)
+    x.error("actor_infer.model_args.lora_rank",
+            fmt::format("actor_train.model_args.lora_rank {} and actor_infer.model_args.lora_rank {} differ",
+                        t.lora_rank, i.lora_rank));
+  if (t.lora_alpha.value_or(2 * t.lora_rank) != i.lora_alpha.value_or(2 * i.lora_rank))
+    x.error("actor_infer.model_args.lora_alpha",
+            fmt::format("actor_train.model_args.lora_alpha {} and actor_infer.model_args.lora_alpha {} differ",
+                        t.lora_alpha.value_or(2 * t.lora_rank), i.lora_alpha.value_or(2 * i.lora_rank)));
+}
+
 void derive_worker(Ctx& x, const std::string& role, WorkerConfig& w, bool needs_devices) {
   ParallelLayout layout;
   const std::string sa = role + ".strategy_args";
@@ -272,8 +328,7 @@ void derive_worker(Ctx& x, const std::string& role, WorkerConfig& w, bool needs_
     layout.fold *= w.model_args.ulysses_size;
     layout.keys.push_back(fmt::format("{}.model_args.ulysses_size = {}", role, w.model_args.ulysses_size));
   }
-  if (w.model_args.lora_target)
-    x.error(role + ".model_args.lora_target", "LoRA is not supported in rollcpp yet; see docs/known-gaps.md");
+  if (w.model_args.lora_target) check_lora_args(x, role, w.model_args);
   if (w.model_args.dtype == "auto") w.model_args.dtype = resolve_auto_dtype(x.rules.compute_on_cpu, core::cpu_features());
   x.one_of(role + ".model_args.dtype", w.model_args.dtype, {"fp32", "bf16", "fp16", "auto"});
   if (needs_devices && x.rules.compute_on_cpu)
@@ -890,8 +945,16 @@ void derive_and_check(PipelineConfig& c, const NodePtr& resolved, Platform platf
   const bool critic_started = c.adv_estimator == "gae";
   derive_worker(x, "actor_train", c.actor_train, true);
   derive_worker(x, "actor_infer", c.actor_infer, true);
-  if (c.enable_reference) derive_worker(x, "reference", c.reference, true);
-  else if (c.reference.device_mapping) derive_worker(x, "reference", c.reference, false);
+  if (reference_from_actor(c)) {
+    if (x.has("reference"))
+      x.warn("reference", "ignored under LoRA (actor_train.model_args.lora_target): actor_train computes the "
+                          "reference log-probs with its adapters disabled, as ROLL does");
+  } else if (c.enable_reference) {
+    derive_worker(x, "reference", c.reference, true);
+  } else if (c.reference.device_mapping) {
+    derive_worker(x, "reference", c.reference, false);
+  }
+  check_lora_roles(x);
   if (critic_started) {
     derive_worker(x, "critic", c.critic, true);
     if (!c.critic.model_args.model_name_or_path)

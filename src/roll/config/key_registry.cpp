@@ -12,7 +12,6 @@ constexpr KeyEntry consumed(std::string_view key, std::string_view file, std::st
 constexpr KeyEntry ignored(std::string_view key, std::string_view reason) { return {key, KeyUse::ignored, reason, {}}; }
 
 // Reasons shared by several keys.
-constexpr std::string_view kLora = "LoRA is not supported (model_args.lora_target is refused)";
 constexpr std::string_view kMedia = "no image, video or audio input in rollcpp";
 constexpr std::string_view kPacking = "sequence packing is not implemented";
 constexpr std::string_view kApiJudge = "API judges are refused (judge_model_type: api)";
@@ -27,7 +26,7 @@ constexpr std::string_view kLegacyTopr = "ROLL's legacy TOPR switch; use pg_vari
 constexpr KeyEntry kRegistry[] = {
     // ModelArguments
     consumed("ModelArguments.model_name_or_path", "src/roll/workers/role_config.cpp"),
-    ignored("ModelArguments.adapter_name_or_path", kLora),
+    consumed("ModelArguments.adapter_name_or_path", "src/roll/workers/role_model.cpp"),
     ignored("ModelArguments.attn_implementation",
             "rollcpp has one attention implementation; the value is only checked against the platform's rules"),
     ignored("ModelArguments.moe_aux_loss_coef", "no MoE models in rollcpp"),
@@ -40,12 +39,12 @@ constexpr KeyEntry kRegistry[] = {
     ignored("ModelArguments.model_config_kwargs", "the model's config.json is used as it is"),
     ignored("ModelArguments.freeze_module_prefix", "every parameter is trained (no module freezing)"),
     consumed("ModelArguments.ulysses_size", "src/roll/config/derive.cpp"),  // > 1 is refused
-    consumed("ModelArguments.lora_target", "src/roll/config/derive.cpp"),   // refused
-    ignored("ModelArguments.lora_rank", kLora),
-    ignored("ModelArguments.lora_alpha", kLora),
-    ignored("ModelArguments.lora_dropout", kLora),
-    ignored("ModelArguments.additional_target", kLora),
-    ignored("ModelArguments.autocast_adapter_dtype", kLora),
+    consumed("ModelArguments.lora_target", "src/roll/workers/role_model.cpp"),
+    consumed("ModelArguments.lora_rank", "src/roll/workers/role_model.cpp"),
+    consumed("ModelArguments.lora_alpha", "src/roll/workers/role_model.cpp"),
+    consumed("ModelArguments.lora_dropout", "src/roll/workers/role_model.cpp"),
+    consumed("ModelArguments.additional_target", "src/roll/config/derive.cpp"),  // refused
+    consumed("ModelArguments.autocast_adapter_dtype", "src/roll/workers/role_model.cpp"),
     ignored("ModelArguments.trust_remote_code", "no Python model code is run"),
     ignored("ModelArguments.cache_dir", "models are found in the local hub caches ($HF_HOME, $MODELSCOPE_CACHE)"),
     ignored("ModelArguments.model_revision", "the local snapshot is used; nothing is downloaded"),
@@ -173,7 +172,7 @@ constexpr KeyEntry kRegistry[] = {
     consumed("WorkerConfig.cispo_use_unified_mask", "src/roll/workers/loss_params_from_config.cpp"),
     consumed("WorkerConfig.kimi15_tau", "src/roll/workers/loss_params_from_config.cpp"),
     ignored("WorkerConfig.resource_placement_groups", "placement comes from device_mapping (no Ray placement groups)"),
-    ignored("WorkerConfig.lora_target", kLora),
+    ignored("WorkerConfig.lora_target", "ROLL's historic worker-level key; LoRA reads model_args.lora_target"),
 
     // QueryFilterConfig
     consumed("QueryFilterConfig.type", "src/roll/pipeline/data/prompt_filter.cpp"),

@@ -29,4 +29,10 @@ struct PipelineConfig : BaseConfig, PPOConfig, RLVRConfig, AgenticConfig, SFTCon
   }
 };
 
+// LoRA (actor_train.model_args.lora_target) as ROLL runs it: no reference cluster is started; the
+// reference log-probs come from actor_train with its adapters disabled (the frozen base).
+inline bool reference_from_actor(const PipelineConfig& c) {
+  return c.enable_reference && c.actor_train.model_args.lora_target.has_value();
+}
+
 }  // namespace roll::config

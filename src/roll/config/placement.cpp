@@ -106,7 +106,12 @@ PlacementPlan make_placement_plan(const PipelineConfig& c, Platform platform) {
   }
   out.push_back(b.cluster("actor_train", c.actor_train, true, ""));
   out.push_back(b.cluster("actor_infer", c.actor_infer, true, ""));
-  if (c.enable_reference) {
+  if (reference_from_actor(c)) {
+    if (c.reference.device_mapping)
+      out.push_back(b.cluster("reference", c.reference, false,
+                              "configured but not started: under LoRA actor_train computes the reference "
+                              "log-probs with its adapters disabled"));
+  } else if (c.enable_reference) {
     out.push_back(b.cluster("reference", c.reference, true, ""));
   } else if (c.reference.device_mapping) {
     out.push_back(b.cluster("reference", c.reference, false,

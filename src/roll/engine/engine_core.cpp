@@ -74,8 +74,14 @@ struct EngineCore::Impl {
     kv->reset_prefix_cache();
   }
 
+  // The engine runs base products only: adapters a model was loaded with are folded in first.
+  static std::shared_ptr<model::Transformer> merged(std::shared_ptr<model::Transformer> m) {
+    if (m && m->lora()) m->merge_adapters();
+    return m;
+  }
+
   Impl(std::shared_ptr<model::Transformer> m, EngineConfig c)
-      : model(std::move(m)), config(std::move(c)), runner(model) {
+      : model(merged(std::move(m))), config(std::move(c)), runner(model) {
     if (config.num_threads > 0) at::set_num_threads(config.num_threads);
     const auto& mc = model->config();
     if (config.block_size <= 0) throw ConfigError("block_size", "block_size must be positive");

@@ -1,6 +1,9 @@
 #include "roll/model/autograd_ops.h"
 
 #include <ATen/ATen.h>
+#include <ATen/CPUGeneratorImpl.h>
+
+#include <mutex>
 #include <torch/csrc/autograd/autograd.h>
 #include <torch/csrc/autograd/custom_function.h>
 
@@ -15,6 +18,18 @@ struct FnHolder : torch::CustomClassHolder {
   std::shared_ptr<std::function<at::Tensor(const at::Tensor&)>> fn;
 };
 
+at::Tensor cpu_rng_state() {
+  at::Generator gen = at::detail::getDefaultCPUGenerator();
+  std::lock_guard<std::mutex> lock(gen.mutex());
+  return gen.get_state();
+}
+
+void set_cpu_rng_state(const at::Tensor& state) {
+  at::Generator gen = at::detail::getDefaultCPUGenerator();
+  std::lock_guard<std::mutex> lock(gen.mutex());
+  gen.set_state(state);
+}
+
 struct CheckpointFn : public torch::autograd::Function<CheckpointFn> {
   static at::Tensor forward(AutogradContext* ctx, std::shared_ptr<std::function<at::Tensor(const at::Tensor&)>> fn,
                             at::Tensor x, at::TensorList params) {
@@ -23,6 +38,9 @@ struct CheckpointFn : public torch::autograd::Function<CheckpointFn> {
     std::vector<at::Tensor> to_save{x};
     to_save.insert(to_save.end(), params.begin(), params.end());
     ctx->save_for_backward(to_save);
+    // The recompute in backward must draw what this forward draws (dropout): keep the CPU
+    // generator's state, as torch.utils.checkpoint's preserve_rng_state does.
+    ctx->saved_data["rng"] = cpu_rng_state();
     at::NoGradGuard no_grad;
     return (*fn)(x);
   }
@@ -36,8 +54,11 @@ struct CheckpointFn : public torch::autograd::Function<CheckpointFn> {
     for (size_t i = 1; i < saved.size(); ++i) inputs.push_back(saved[i]);
     at::Tensor y;
     {
+      const at::Tensor now = cpu_rng_state();
+      set_cpu_rng_state(ctx->saved_data["rng"].toTensor());
       at::AutoGradMode grad_mode(true);
       y = (*fn)(x);
+      set_cpu_rng_state(now);
     }
     // Gradients for the input and every parameter that wants one.
     variable_list wanted;

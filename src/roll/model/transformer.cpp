@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -14,12 +15,22 @@
 namespace roll::model {
 
 struct Transformer::Layer {
+  // The LoRA adapter of one linear module (undefined when the module has none).
+  struct Adapter {
+    at::Tensor a, b;  // A [rank, in], B [out, rank]
+  };
   at::Tensor q_w, q_b, k_w, k_b, v_w, v_b, o_w, q_norm, k_norm, in_norm, post_norm, gate_w, up_w, down_w;
+  Adapter q_l, k_l, v_l, o_l, gate_l, up_l, down_l;
   std::vector<at::Tensor> all() const {
     std::vector<at::Tensor> out;
     for (const auto* t : {&q_w, &q_b, &k_w, &k_b, &v_w, &v_b, &o_w, &q_norm, &k_norm, &in_norm, &post_norm, &gate_w,
                           &up_w, &down_w})
       if (t->defined()) out.push_back(*t);
+    for (const Adapter* a : {&q_l, &k_l, &v_l, &o_l, &gate_l, &up_l, &down_l})
+      if (a->a.defined()) {
+        out.push_back(a->a);
+        out.push_back(a->b);
+      }
     return out;
   }
 };
@@ -57,9 +68,34 @@ at::Tensor linear(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b)
   return b.defined() ? at::linear(x, w, b) : at::linear(x, w);
 }
 
+// How the adapters take part in one forward: scale 0 = not at all (none, or disabled); dropout
+// only in a forward that trains (decided once per forward: a checkpointed layer runs its forward
+// without autograd and its recompute with it, and both must drop the same inputs).
+struct AdapterUse {
+  double scale = 0;
+  double dropout = 0;
+};
+
+AdapterUse adapter_use(const std::optional<LoraConfig>& lora, bool enabled) {
+  if (!lora || !enabled) return {};
+  return {lora->scale(), at::GradMode::is_enabled() ? lora->dropout : 0.0};
+}
+
+// A linear module with its LoRA adapter (PEFT's order: the input cast to the adapter's dtype,
+// dropout in training only, the sum back in the module's dtype).
+at::Tensor proj(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, const Transformer::Layer::Adapter& ad,
+               const AdapterUse& use) {
+  at::Tensor y = linear(x, w, b);
+  if (use.scale == 0 || !ad.a.defined()) return y;
+  at::Tensor in = x.to(ad.a.scalar_type());
+  if (use.dropout > 0) in = at::dropout(in, use.dropout, /*train=*/true);
+  return y + (at::linear(at::linear(in, ad.a), ad.b) * use.scale).to(y.scalar_type());
+}
+
 // q, k, v of a layer for x [..., hidden] -> [..., H, D] each, q/k normed (qwen3) and rotated.
 std::tuple<at::Tensor, at::Tensor, at::Tensor> qkv(const Transformer::Layer& L, const ModelConfig& c,
-                                                    const at::Tensor& h, const at::Tensor& cos, const at::Tensor& sin) {
+                                                    const at::Tensor& h, const at::Tensor& cos, const at::Tensor& sin,
+                                                    const AdapterUse& use) {
   auto shape = h.sizes().vec();
   shape.pop_back();
   auto heads = [&](at::Tensor t, int64_t n) {
@@ -68,9 +104,9 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> qkv(const Transformer::Layer& L, 
     s.push_back(c.head_dim);
     return t.view(s);
   };
-  at::Tensor q = heads(linear(h, L.q_w, L.q_b), c.num_attention_heads);
-  at::Tensor k = heads(linear(h, L.k_w, L.k_b), c.num_key_value_heads);
-  at::Tensor v = heads(linear(h, L.v_w, L.v_b), c.num_key_value_heads);
+  at::Tensor q = heads(proj(h, L.q_w, L.q_b, L.q_l, use), c.num_attention_heads);
+  at::Tensor k = heads(proj(h, L.k_w, L.k_b, L.k_l, use), c.num_key_value_heads);
+  at::Tensor v = heads(proj(h, L.v_w, L.v_b, L.v_l, use), c.num_key_value_heads);
   if (c.qk_norm) {
     q = rms_norm(q, L.q_norm, c.rms_norm_eps);
     k = rms_norm(k, L.k_norm, c.rms_norm_eps);
@@ -81,16 +117,18 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> qkv(const Transformer::Layer& L, 
   return {q, k, v};
 }
 
-at::Tensor mlp(const Transformer::Layer& L, const at::Tensor& h) {
-  return at::linear(at::silu(at::linear(h, L.gate_w)) * at::linear(h, L.up_w), L.down_w);
+at::Tensor mlp(const Transformer::Layer& L, const at::Tensor& h, const AdapterUse& use) {
+  const at::Tensor none;
+  at::Tensor act = at::silu(proj(h, L.gate_w, none, L.gate_l, use)) * proj(h, L.up_w, none, L.up_l, use);
+  return proj(act, L.down_w, none, L.down_l, use);
 }
 
 // One decoder layer over a padded batch: x [B, T, hidden], mask [B, 1, T, T] additive.
 at::Tensor layer_forward(const Transformer::Layer& L, const ModelConfig& c, const at::Tensor& x,
-                         const at::Tensor& mask, const at::Tensor& cos, const at::Tensor& sin) {
+                         const at::Tensor& mask, const at::Tensor& cos, const at::Tensor& sin, const AdapterUse& use) {
   const int64_t B = x.size(0), T = x.size(1);
   at::Tensor h = rms_norm(x, L.in_norm, c.rms_norm_eps);
-  auto [q, k, v] = qkv(L, c, h, cos, sin);
+  auto [q, k, v] = qkv(L, c, h, cos, sin, use);
   q = q.transpose(1, 2);  // [B, Hq, T, D]
   k = k.transpose(1, 2);  // [B, Hkv, T, D]
   v = v.transpose(1, 2);
@@ -103,8 +141,8 @@ at::Tensor layer_forward(const Transformer::Layer& L, const ModelConfig& c, cons
   at::Tensor scores = at::matmul(q, k.transpose(-1, -2)) * (1.0 / std::sqrt(static_cast<double>(c.head_dim)));
   at::Tensor probs = at::softmax(scores.to(at::kFloat) + mask, -1).to(x.scalar_type());
   at::Tensor attn = at::matmul(probs, v).transpose(1, 2).reshape({B, T, -1});
-  at::Tensor y = x + at::linear(attn, L.o_w);
-  return y + mlp(L, rms_norm(y, L.post_norm, c.rms_norm_eps));
+  at::Tensor y = x + proj(attn, L.o_w, at::Tensor(), L.o_l, use);
+  return y + mlp(L, rms_norm(y, L.post_norm, c.rms_norm_eps), use);
 }
 
 // Additive fp32 mask [B, 1, T, T]: causal and key padding. Masked entries get the most negative
@@ -186,6 +224,17 @@ std::shared_ptr<Transformer> Transformer::with_weights(const ModelConfig& c, at:
 
 std::shared_ptr<Transformer> Transformer::load(const std::string& dir, at::ScalarType dtype, bool value_head,
                                                uint64_t seed) {
+  if (is_peft_adapter_dir(dir)) {
+    PeftAdapter adapter = load_peft_adapter(dir);
+    if (adapter.base_model.empty())
+      throw Error(fmt::format("adapter directory {}: adapter_config.json names no base_model_name_or_path", dir));
+    if (is_peft_adapter_dir(adapter.base_model))
+      throw Error(fmt::format("adapter directory {}: its base model {} is an adapter too", dir, adapter.base_model));
+    auto m = load(adapter.base_model, dtype, value_head, seed);
+    m->add_lora(adapter.config, seed);
+    m->load_adapters(adapter.adapters);
+    return m;
+  }
   const std::string cfg_path = (std::filesystem::path(dir) / "config.json").string();
   ModelConfig c = ModelConfig::load(cfg_path);
   // The parameter list (names, shapes) with uninitialised weights, then filled from the files;
@@ -209,6 +258,7 @@ std::shared_ptr<Transformer> Transformer::load(const std::string& dir, at::Scala
                               c10::str(src.sizes()), c10::str(t.sizes())));
     t = src.to(dtype).contiguous().clone();  // own the memory: weights are trained and updated in place
   }
+  m->base_model_dir_ = std::filesystem::absolute(dir).lexically_normal().string();
   m->bind_layers();
   return m;
 }
@@ -237,6 +287,22 @@ void Transformer::bind_layers() {
     L.gate_w = find(pre + "mlp.gate_proj.weight");
     L.up_w = find(pre + "mlp.up_proj.weight");
     L.down_w = find(pre + "mlp.down_proj.weight");
+    auto adapter = [&](const std::string& module) -> Layer::Adapter {
+      const std::string name = pre + module;
+      Layer::Adapter a;
+      for (const auto& [k, v] : adapters_) {
+        if (k == lora_a_name(name)) a.a = v;
+        if (k == lora_b_name(name)) a.b = v;
+      }
+      return a;
+    };
+    L.q_l = adapter("self_attn.q_proj");
+    L.k_l = adapter("self_attn.k_proj");
+    L.v_l = adapter("self_attn.v_proj");
+    L.o_l = adapter("self_attn.o_proj");
+    L.gate_l = adapter("mlp.gate_proj");
+    L.up_l = adapter("mlp.up_proj");
+    L.down_l = adapter("mlp.down_proj");
     layers_->push_back(L);
   }
   embed_ = find("model.embed_tokens.weight");
@@ -253,7 +319,53 @@ at::Tensor Transformer::parameter(const std::string& name) const {
 }
 
 void Transformer::set_requires_grad(bool requires_grad) {
-  for (auto& [k, v] : params_) v.requires_grad_(requires_grad);
+  for (auto& [k, v] : params_) v.requires_grad_(requires_grad && !lora_);
+  for (auto& [k, v] : adapters_) v.requires_grad_(requires_grad);
+}
+
+void Transformer::add_lora(const LoraConfig& config, uint64_t seed) {
+  if (lora_) throw Error("the model has LoRA adapters already");
+  if (value_head_) throw Error("LoRA on a value-head model (the critic) is not supported");
+  const std::vector<std::string> modules = lora_modules(config, config_.num_hidden_layers);
+  if (modules.empty())
+    throw Error(fmt::format("LoRA targets ({}) match no linear module of this {} model", config.target.describe(),
+                            config_.model_type));
+  at::Generator gen = at::detail::createCPUGenerator(seed);
+  auto opts = at::TensorOptions().dtype(config.fp32_adapters ? at::kFloat : dtype_);
+  for (const std::string& module : modules) {
+    const at::Tensor w = parameter(module + ".weight");
+    const int64_t out = w.size(0), in = w.size(1);
+    // PEFT: kaiming_uniform_(A, a=sqrt(5)), i.e. U(-1/sqrt(in), 1/sqrt(in)); B starts at zero.
+    const double bound = 1.0 / std::sqrt(static_cast<double>(in));
+    adapters_.emplace_back(lora_a_name(module),
+                           at::empty({config.rank, in}, at::kFloat).uniform_(-bound, bound, gen).to(opts.dtype()));
+    adapters_.emplace_back(lora_b_name(module), at::zeros({out, config.rank}, opts));
+  }
+  lora_ = config;
+  bind_layers();
+}
+
+void Transformer::load_adapters(const NamedTensors& tensors) {
+  if (!lora_) throw Error("the model has no LoRA adapters to load into");
+  at::NoGradGuard no_grad;
+  for (const auto& [name, src] : tensors) {
+    auto it = std::find_if(adapters_.begin(), adapters_.end(), [&](const auto& p) { return p.first == name; });
+    if (it == adapters_.end())
+      throw Error(fmt::format("LoRA tensor '{}' has no adapter in this model (its targets differ)", name));
+    if (!it->second.sizes().equals(src.sizes()))
+      throw Error(fmt::format("LoRA tensor '{}': shape {} does not match the model's {} (another rank?)", name,
+                              c10::str(src.sizes()), c10::str(it->second.sizes())));
+    it->second.copy_(src);
+  }
+}
+
+void Transformer::merge_adapters() {
+  if (!lora_) return;
+  load_weights(merge_lora(params_, *lora_, adapters_));
+  adapters_.clear();
+  lora_.reset();
+  adapters_enabled_ = true;
+  bind_layers();
 }
 
 void Transformer::load_weights(const NamedTensors& tensors) {
@@ -275,16 +387,18 @@ int64_t Transformer::num_parameters() const {
 
 at::Tensor Transformer::run_layers(at::Tensor x, const at::Tensor& mask, const at::Tensor& cos, const at::Tensor& sin,
                                    bool gradient_checkpointing) const {
+  const AdapterUse use = adapter_use(lora_, adapters_enabled_);
   for (size_t i = 0; i < layers_->size(); ++i) {
     const Layer& L = (*layers_)[i];
     if (hooks_) hooks_->before_layer(static_cast<int64_t>(i));
     if (gradient_checkpointing && at::GradMode::is_enabled()) {
       const ModelConfig& c = config_;
       auto params = L.all();
-      x = checkpoint([&L, &c, mask, cos, sin](const at::Tensor& in) { return layer_forward(L, c, in, mask, cos, sin); },
-                     x, params);
+      x = checkpoint(
+          [&L, &c, mask, cos, sin, use](const at::Tensor& in) { return layer_forward(L, c, in, mask, cos, sin, use); }, x,
+          params);
     } else {
-      x = layer_forward(L, config_, x, mask, cos, sin);
+      x = layer_forward(L, config_, x, mask, cos, sin, use);
     }
     if (hooks_) hooks_->after_layer(static_cast<int64_t>(i), x);
   }
@@ -351,13 +465,14 @@ at::Tensor Transformer::forward_tokens(const at::Tensor& tokens, const at::Tenso
                                        AttentionBackend& backend) const {
   at::Tensor x = at::embedding(embed_, tokens.to(at::kLong));  // [N, H]
   auto [cos, sin] = rope_tables(positions, config_.head_dim, config_.rope_theta, dtype_);
+  const AdapterUse use = adapter_use(lora_, adapters_enabled_);
   for (size_t i = 0; i < layers_->size(); ++i) {
     const Layer& L = (*layers_)[i];
     at::Tensor h = rms_norm(x, L.in_norm, config_.rms_norm_eps);
-    auto [q, k, v] = qkv(L, config_, h, cos, sin);
+    auto [q, k, v] = qkv(L, config_, h, cos, sin, use);
     at::Tensor attn = backend.attend(static_cast<int64_t>(i), q, k, v);
-    at::Tensor y = x + at::linear(attn, L.o_w);
-    x = y + mlp(L, rms_norm(y, L.post_norm, config_.rms_norm_eps));
+    at::Tensor y = x + proj(attn, L.o_w, at::Tensor(), L.o_l, use);
+    x = y + mlp(L, rms_norm(y, L.post_norm, config_.rms_norm_eps), use);
   }
   return rms_norm(x, norm_, config_.rms_norm_eps);
 }

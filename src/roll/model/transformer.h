@@ -8,10 +8,12 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "roll/model/hf_config.h"
+#include "roll/model/lora.h"
 #include "roll/model/safetensors.h"
 
 namespace roll::model {
@@ -45,6 +47,7 @@ class Transformer {
   // Loads `dir` (config.json + safetensors) in `dtype` (kFloat or kBFloat16). `value_head`: the
   // critic layout (HF *ForTokenClassification: `score.weight`/`score.bias`, no lm_head needed);
   // a missing score head is initialised from `seed` (ROLL's critic starts from a policy model).
+  // A PEFT adapter directory (adapter_config.json) loads its base model with the adapters on.
   static std::shared_ptr<Transformer> load(const std::string& dir, at::ScalarType dtype, bool value_head = false,
                                            uint64_t seed = 0);
   // Random weights (normal(0, init_std), norms at 1, biases at 0), deterministic in `seed`.
@@ -55,10 +58,30 @@ class Transformer {
   at::ScalarType dtype() const { return dtype_; }
   bool has_value_head() const { return value_head_; }
 
-  // Parameters with HF names, in a fixed order (embeddings, layers, norm, head).
+  // Parameters with HF names, in a fixed order (embeddings, layers, norm, head); LoRA adapters
+  // are not among them.
   const NamedTensors& named_parameters() const { return params_; }
   at::Tensor parameter(const std::string& name) const;
+  // What training updates: the LoRA adapters when the model has them (the base stays frozen),
+  // else every parameter.
+  const NamedTensors& trainable_parameters() const { return lora_ ? adapters_ : params_; }
   void set_requires_grad(bool requires_grad);
+
+  // LoRA (lora.h): adds fresh adapters (A from `seed`, B = 0; fp32) on the modules `config`
+  // targets; an error if it targets none or the model has adapters already.
+  void add_lora(const LoraConfig& config, uint64_t seed);
+  const LoraConfig* lora() const { return lora_ ? &*lora_ : nullptr; }
+  const NamedTensors& adapters() const { return adapters_; }
+  // Copies adapter tensors (internal names) into the model's adapters.
+  void load_adapters(const NamedTensors& tensors);
+  // Off: forwards compute the base model (ROLL's reference log-probs under LoRA).
+  void set_adapters_enabled(bool enabled) { adapters_enabled_ = enabled; }
+  bool adapters_enabled() const { return adapters_enabled_; }
+  // Folds the adapters into the base weights (W += scale * B A) and drops them.
+  void merge_adapters();
+  // The directory the base weights came from (absolute; empty for random()): what a LoRA
+  // checkpoint names as its base model.
+  const std::string& base_model_dir() const { return base_model_dir_; }
   // Copies tensors into the parameters of the same names (shape checked; dtype converted).
   void load_weights(const NamedTensors& tensors);
   int64_t num_parameters() const;
@@ -111,6 +134,10 @@ class Transformer {
   at::ScalarType dtype_;
   bool value_head_ = false;
   NamedTensors params_;
+  std::optional<LoraConfig> lora_;
+  NamedTensors adapters_;  // model order, lora_A then lora_B of each adapted module
+  bool adapters_enabled_ = true;
+  std::string base_model_dir_;
   std::shared_ptr<std::vector<Layer>> layers_;
   at::Tensor embed_, norm_, head_, score_w_, score_b_;
   LayerHooks* hooks_ = nullptr;

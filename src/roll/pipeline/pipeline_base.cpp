@@ -87,6 +87,8 @@ void PipelineBase::start_clusters() {
     spec.devices_per_node = plan_.devices_per_node;
     specs.push_back(std::move(spec));
   }
+  if (config::reference_from_actor(config()))
+    log::info("LoRA: no reference cluster; actor_train computes the reference log-probs with its adapters off");
   const auto t0 = std::chrono::steady_clock::now();
   log::info("starting {} clusters ({} worker processes)", specs.size(), [&] {
     size_t n = 0;
@@ -119,7 +121,8 @@ void PipelineBase::setup_model_update() {
     shm_ranks_.push_back(r);
     bool colocated = false;
     for (int d : w.devices) colocated = colocated || std::find(train_devices.begin(), train_devices.end(), d) != train_devices.end();
-    shm_shares_.push_back(colocated);
+    // LoRA sends adapters only: the engine merges them into weights of its own.
+    shm_shares_.push_back(colocated && !config().actor_train.model_args.lora_target);
   }
   if (!shm_ranks_.empty()) {
     std::string exp = config().exp_name.value_or("roll");
@@ -189,8 +192,16 @@ Metrics PipelineBase::compute_log_probs_and_values(Batch& batch) {
   std::optional<runtime::ClusterFuture> ref_f, old_f, values_f;
   if (auto* critic = find_cluster("critic"))
     values_f = critic->call(workers::rpc::kComputeValues, runtime::Dispatch::dp_mp_compute, runtime::Payload(forward));
-  if (auto* ref = find_cluster("reference"))
+  std::string ref_from = "reference";
+  if (config::reference_from_actor(config())) {
+    Batch base_only = forward;
+    base_only.meta["disable_adapter"] = true;
+    ref_from = "actor_train";
+    ref_f = cluster("actor_train")
+                .call(workers::rpc::kComputeLogProbs, runtime::Dispatch::dp_mp_compute, runtime::Payload(base_only));
+  } else if (auto* ref = find_cluster("reference")) {
     ref_f = ref->call(workers::rpc::kComputeLogProbs, runtime::Dispatch::dp_mp_compute, runtime::Payload(forward));
+  }
   if (config().enable_old_logprobs_recompute)
     old_f = cluster("actor_train")
                 .call(workers::rpc::kComputeLogProbs, runtime::Dispatch::dp_mp_compute, runtime::Payload(forward));
@@ -215,7 +226,7 @@ Metrics PipelineBase::compute_log_probs_and_values(Batch& batch) {
   // either there is nothing to measure against (zeros would read as a KL of 10 after the k3 clamp).
   if (ref_f) {
     runtime::Payload r = ref_f->get();
-    merge_metrics(r, std::string("reference.") + workers::rpc::kComputeLogProbs);
+    merge_metrics(r, ref_from + "." + workers::rpc::kComputeLogProbs);
     batch.set_tensor("ref_log_probs", r.batch->tensor("log_probs"));
   } else if (old_f) {
     batch.set_tensor("ref_log_probs", old_lp);

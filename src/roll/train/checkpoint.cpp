@@ -13,6 +13,8 @@
 #include <regex>
 
 #include "roll/core/error.h"
+#include "roll/model/lora.h"
+#include "roll/model/model_dir_files.h"
 #include "roll/model/safetensors.h"
 #include "roll/train/strategy_impl.h"
 
@@ -53,20 +55,6 @@ void barrier(TrainStrategy::Impl& s) {
   if (s.grads_pg) s.grads_pg->barrier();
 }
 
-// Files of the model directory that a loader needs besides the weights and config.json.
-void copy_tokenizer_files(const std::string& from, const fs::path& to) {
-  if (from.empty() || !fs::is_directory(from)) return;
-  for (const auto& e : fs::directory_iterator(from)) {
-    if (!e.is_regular_file()) continue;
-    const std::string name = e.path().filename().string();
-    if (name == "config.json" || name.ends_with(".safetensors") || name == "model.safetensors.index.json" ||
-        name.ends_with(".bin") || name.ends_with(".pth") || name.ends_with(".pt"))
-      continue;
-    fs::copy_file(e.path(), to / name, fs::copy_options::overwrite_existing);
-    fsync_path(to / name);
-  }
-}
-
 }  // namespace
 
 std::string save_checkpoint(TrainStrategy& strategy, const std::string& root, int64_t step) {
@@ -83,11 +71,19 @@ std::string save_checkpoint(TrainStrategy& strategy, const std::string& root, in
   if (s.rank == 0) {
     model::ModelConfig c = s.model->config();
     c.torch_dtype = s.dtype == at::kBFloat16 ? "bfloat16" : "float32";
-    write_text(partial / "config.json", c.to_json());
-    model::write_safetensors_dir(partial.string(), weights, 2ull << 30);
+    if (const model::LoraConfig* lora = s.model->lora()) {
+      // LoRA: the adapters in PEFT's format over the base model they were trained on; config.json
+      // (the base's) lets tools read the architecture without following the base path.
+      c.torch_dtype = s.model->dtype() == at::kBFloat16 ? "bfloat16" : "float32";
+      write_text(partial / "config.json", c.to_json());
+      model::save_peft_adapter(partial.string(), *lora, weights, s.model->base_model_dir());
+    } else {
+      write_text(partial / "config.json", c.to_json());
+      model::write_safetensors_dir(partial.string(), weights, 2ull << 30);
+    }
     for (const auto& e : fs::directory_iterator(partial))
       if (e.is_regular_file()) fsync_path(e.path());
-    copy_tokenizer_files(s.opt.tokenizer_dir, partial);
+    for (const std::string& f : model::copy_tokenizer_files(s.opt.tokenizer_dir, partial.string())) fsync_path(f);
   }
   weights.clear();
   {
@@ -157,7 +153,14 @@ void load_checkpoint(TrainStrategy& strategy, const std::string& dir) {
                             dir, m.value("world_size", 0), s.world));
   }
   model::NamedTensors weights;
-  {
+  if (s.model->lora()) {
+    if (!model::is_peft_adapter_dir(dir))
+      throw Error(fmt::format("checkpoint {} holds a full model, and this run trains LoRA adapters", dir));
+    weights = model::load_peft_adapter(dir).adapters;
+  } else {
+    if (model::is_peft_adapter_dir(dir))
+      throw Error(fmt::format("checkpoint {} holds LoRA adapters, and this run trains the full model (set "
+                              "model_args.lora_target as the run that wrote it did)", dir));
     auto files = model::SafetensorsDir::open(dir);
     for (const auto& [name, t] : s.model->named_parameters()) {
       if (!files.has(name)) throw Error(fmt::format("checkpoint {}: weight '{}' is missing", dir, name));

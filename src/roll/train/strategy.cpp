@@ -22,9 +22,11 @@ TrainStrategy::Impl::Impl(std::shared_ptr<model::Transformer> m, TrainOptions o,
   if (opt.gradient_accumulation_steps < 1)
     throw ConfigError("gradient_accumulation_steps", "gradient_accumulation_steps must be >= 1");
   stage = opt.zero_stage;
-  dtype = model->dtype();
-  if (dtype != at::kFloat && dtype != at::kBFloat16)
-    throw Error(fmt::format("training needs a float32 or bfloat16 model, got {}", c10::toString(dtype)));
+  if (model->dtype() != at::kFloat && model->dtype() != at::kBFloat16)
+    throw Error(fmt::format("training needs a float32 or bfloat16 model, got {}", c10::toString(model->dtype())));
+  // Under LoRA the strategy holds the adapters only (fp32 unless autocast_adapter_dtype is off);
+  // the frozen base stays in the model, unsharded.
+  dtype = model->trainable_parameters().front().second.scalar_type();
   hyper = {opt.optimizer, opt.adam_beta1, opt.adam_beta2, opt.adam_epsilon, opt.weight_decay};
   if (hyper.kind != "adamw" && hyper.kind != "sgd")
     throw ConfigError("optimizer", fmt::format("optimizer '{}' is not supported (adamw, sgd)", hyper.kind));
@@ -38,7 +40,7 @@ TrainStrategy::Impl::Impl(std::shared_ptr<model::Transformer> m, TrainOptions o,
   placeholder = at::empty({0}, at::TensorOptions().dtype(dtype));
 
   model->set_requires_grad(true);
-  const model::NamedTensors& named = model->named_parameters();
+  const model::NamedTensors& named = model->trainable_parameters();
   std::vector<ParamInfo> infos;
   for (const auto& [name, t] : named) infos.push_back({name, t.sizes().vec()});
   layout = make_flat_layout(infos, model->config().num_hidden_layers, world);
@@ -212,6 +214,9 @@ std::string TrainStrategy::describe() const {
       s.dtype == at::kBFloat16 ? "bf16" : "fp32", s.dtype == at::kBFloat16 ? " with fp32 master weights" : "",
       s.units.size(), s.opt.gradient_checkpointing ? "per-layer gradient checkpointing" : "no gradient checkpointing",
       s.hyper.kind, s.opt.learning_rate, s.schedule.type(), s.schedule.warmup_steps(), s.schedule.total_steps());
+  if (const model::LoraConfig* lora = s.model->lora())
+    d += fmt::format("; LoRA rank {} alpha {} on {} modules (the base frozen in {})", lora->rank, lora->alpha,
+                     s.model->adapters().size() / 2, s.model->dtype() == at::kBFloat16 ? "bf16" : "fp32");
   for (const std::string& n : s.opt.notes) d += "; " + n;
   return d;
 }

@@ -13,7 +13,7 @@ namespace roll::train {
 model::NamedTensors TrainStrategy::full_parameters() {
   Impl& s = *impl_;
   at::NoGradGuard no_grad;
-  model::NamedTensors out(s.model->named_parameters().size());
+  model::NamedTensors out(s.model->trainable_parameters().size());
   for (size_t u = 0; u < s.units.size(); ++u) {
     const bool was_gathered = s.units[u].gathered;
     s.gather(u);
@@ -36,7 +36,7 @@ model::NamedTensors TrainStrategy::reduced_gradients() {
     s.reduced_this_step = true;
   }
   s.wait_all();
-  model::NamedTensors out(s.model->named_parameters().size());
+  model::NamedTensors out(s.model->trainable_parameters().size());
   for (size_t u = 0; u < s.units.size(); ++u) {
     const FlatUnit& fu = s.layout.units[u];
     at::Tensor full = s.units[u].grad;

@@ -243,6 +243,16 @@ Batch ActorTrainer::train_step(const Batch& batch) {
 
 Batch ActorTrainer::compute_log_probs(const Batch& batch) {
   Impl& s = *impl_;
+  // ROLL under LoRA: the reference log-probs are this model's with the adapters off.
+  const bool base_only = batch.meta.is_object() && batch.meta.value("disable_adapter", false);
+  model::Transformer& m = s.strategy->model();
+  if (base_only && !m.lora())
+    throw Error(fmt::format("{}: compute_log_probs with disable_adapter, and the model has no LoRA adapters", s.name));
+  struct AdaptersBack {
+    model::Transformer& m;
+    ~AdaptersBack() { m.set_adapters_enabled(true); }
+  } back{m};
+  m.set_adapters_enabled(!base_only);
   const MicroBatchRows micro =
       batch.empty() ? MicroBatchRows{}
                     : forward_micro_batches(batch_tensor(batch, "attention_mask", s.name), s.infer_batch_size,

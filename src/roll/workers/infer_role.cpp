@@ -2,6 +2,7 @@
 // generate_request service (docs/design.md section 3). The methods and their payloads are in
 // rpc_methods.h: generate_request, abort, suspend and resume run inline on the socket thread, the
 // rest (engine control, weight sync) serially.
+#include <ATen/ATen.h>
 #include <fmt/format.h>
 
 #include <chrono>
@@ -17,11 +18,13 @@
 #include "roll/model/transformer.h"
 #include "roll/runtime/role.h"
 #include "roll/runtime/rpc_server.h"
+#include "roll/workers/adapter_sync.h"
 #include "roll/workers/engine_from_config.h"
 #include "roll/workers/generate_protocol.h"
 #include "roll/workers/infer_service.h"
 #include "roll/workers/register_roles.h"
 #include "roll/workers/role_config.h"
+#include "roll/workers/role_model.h"
 #include "roll/workers/rpc_methods.h"
 #include "roll/workers/shared_weights.h"
 #include "roll/workers/weight_sync.h"
@@ -36,6 +39,10 @@ class InferRole : public runtime::Role {
     std::string dtype = ctx.options.value("dtype", "");
     if (dtype.empty()) dtype = ctx.config ? worker_config_of(ctx.config->config, ctx.cluster).model_args.dtype : "bf16";
     auto model = model::Transformer::load(dir, engine_dtype_named(dtype));
+    // With model_args.lora_target the trainer sends adapters only (adapter_sync.h).
+    if (ctx.config)
+      if (auto lora = role_lora(worker_config_of(ctx.config->config, ctx.cluster), ctx.cluster))
+        lora_ = std::make_unique<AdapterSync>(std::move(*lora), *model);
     service_ = std::make_unique<InferService>(std::move(model), engine_config_of(ctx));
     log::info("{}: engine ready on {} ({}), max_model_len {}", ctx.worker_name, dir, dtype, service_->max_model_len());
   }
@@ -89,8 +96,23 @@ class InferRole : public runtime::Role {
       const std::string name = p.args.at("group").get<std::string>();
       auto it = groups_.find(name);
       if (it == groups_.end()) throw Error("receive_weights: no model update group '" + name + "' (setup_model_update first)");
-      // Straight into the engine's own tensors, each chunk unpacked while the next arrives.
       SyncStats st;
+      if (lora_) {
+        // Adapters arrive; the engine's targeted weights become base + scale * B A.
+        model::NamedTensors adapters;
+        receive_weights_into(
+            *it->second, 0,
+            [&](const std::string& tensor, at::ScalarType dtype, const std::vector<int64_t>& shape) {
+              adapters.emplace_back(tensor, at::empty(shape, at::TensorOptions().dtype(dtype)));
+              return adapters.back().second;
+            },
+            p.args.at("bucket_bytes").get<int64_t>(), &st);
+        service_->update_weights(lora_->merged(adapters));
+        service_->set_weight_version(p.args.value("version", int64_t{0}));
+        return Payload(nlohmann::json{
+            {"tensors", st.tensors}, {"bytes", st.bytes}, {"buckets", st.buckets}, {"receive_s", st.seconds}});
+      }
+      // Straight into the engine's own tensors, each chunk unpacked while the next arrives.
       service_->update_weights_in_place([&](const model::NamedTensors& own) {
         std::map<std::string, at::Tensor> by_name(own.begin(), own.end());
         receive_weights_into(
@@ -122,7 +144,8 @@ class InferRole : public runtime::Role {
       check("before");
       // Colocated with the trainer (it writes only while this engine is idle): compute from the
       // mapping itself. Otherwise copy out, so that the file may be rewritten while we generate.
-      if (p.args.value("share", false)) service_->share_weights(shared_->views());
+      if (lora_) service_->update_weights(lora_->merged(shared_->views()));
+      else if (p.args.value("share", false)) service_->share_weights(shared_->views());
       else service_->update_weights(shared_->views());
       check("after");
       service_->set_weight_version(version);
@@ -143,6 +166,7 @@ class InferRole : public runtime::Role {
  private:
   runtime::WorkerContext& ctx_;
   std::unique_ptr<InferService> service_;
+  std::unique_ptr<AdapterSync> lora_;  // null without LoRA
   std::map<std::string, std::shared_ptr<comm::ProcessGroup>> groups_;
   std::shared_ptr<SharedWeights> shared_;  // the sender's shared-memory file, mapped once
 };

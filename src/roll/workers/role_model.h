@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "roll/config/schema.h"
@@ -27,8 +28,14 @@ at::ScalarType role_dtype(const config::WorkerConfig& worker, const std::string&
 
 // Transformer::load with the role's dtype; `value_head` for the critic (a missing score head is
 // initialised from `seed`, the same on every rank). Errors name the role and the directory.
+// With model_args.lora_target the model gets fresh adapters (A drawn from `seed`), or keeps the
+// ones of a PEFT directory when they are the same; without it, a PEFT directory's adapters are
+// merged into the base.
 std::shared_ptr<model::Transformer> load_role_model(const std::string& model_dir, const config::WorkerConfig& worker,
                                                     const std::string& role, bool value_head = false,
                                                     uint64_t seed = 0);
+
+// The role's LoRA settings (model_args.lora_*), or none without lora_target.
+std::optional<model::LoraConfig> role_lora(const config::WorkerConfig& worker, const std::string& role);
 
 }  // namespace roll::workers

@@ -1,0 +1,59 @@
+#pragma once
+// LoRA adapters as PEFT's LoraModel builds them (docs/lora.md). A targeted linear layer W [out, in]
+// gets A [rank, in] (Kaiming-uniform with a = sqrt(5), PEFT's init: U(-1/sqrt(in), 1/sqrt(in))) and
+// B [out, rank] (zeros) and computes W x + (alpha / rank) B A dropout(x), the adapter part in fp32.
+// In the model an adapter is named after its module: "<module>.lora_A.weight" / ".lora_B.weight";
+// PEFT's files add the prefix "base_model.model.".
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "roll/config/lora_target.h"
+#include "roll/model/safetensors.h"
+
+namespace roll::model {
+
+struct LoraConfig {
+  config::LoraTarget target;
+  int64_t rank = 8;
+  double alpha = 16;
+  double dropout = 0;
+  bool fp32_adapters = true;  // PEFT's autocast_adapter_dtype; false: the model's dtype
+
+  double scale() const { return alpha / static_cast<double>(rank); }
+};
+
+// From ROLL's model_args (lora_target parsed by config/lora_target.h; lora_alpha defaults to
+// 2 * rank). Errors name `key` (e.g. "actor_train.model_args").
+LoraConfig lora_config_from_args(const std::string& lora_target, int64_t rank, std::optional<int64_t> alpha,
+                                 double dropout, const std::string& key);
+
+// The modules of a `num_layers`-layer decoder that get adapters, in model order.
+std::vector<std::string> lora_modules(const LoraConfig& config, int64_t num_layers);
+
+// Internal adapter names of a module.
+std::string lora_a_name(const std::string& module);
+std::string lora_b_name(const std::string& module);
+
+// W + scale * B A for every module with adapters in `adapters`, read from `base` (HF names) and
+// returned under the base weight's name in its dtype; the product is taken in fp32.
+NamedTensors merge_lora(const NamedTensors& base, const LoraConfig& config, const NamedTensors& adapters);
+
+// PEFT's adapter directory: adapter_config.json and adapter_model.safetensors.
+bool is_peft_adapter_dir(const std::string& dir);
+void save_peft_adapter(const std::string& dir, const LoraConfig& config, const NamedTensors& adapters,
+                       const std::string& base_model);
+
+struct PeftAdapter {
+  LoraConfig config;
+  NamedTensors adapters;   // internal names, fp32
+  std::string base_model;  // base_model_name_or_path, resolved against `dir` when relative
+};
+// Reads what save_peft_adapter (or PEFT) writes; options rollcpp does not apply (DoRA, rsLoRA,
+// per-module ranks, modules_to_save, bias) are an error naming the file and the field.
+PeftAdapter load_peft_adapter(const std::string& dir);
+
+}  // namespace roll::model
