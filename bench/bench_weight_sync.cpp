@@ -176,7 +176,7 @@ int run(int rank, const Options& o, std::shared_ptr<roll::comm::Store> store = n
       }
       int64_t version = 0;
       for (const auto& path : o.paths) {
-        if (adapters && path == "shm-share") continue;  // adapters are merged into the engine's own weights
+        if (o.lora_rank > 0 && path == "shm-share") continue;  // adapters are merged into the engine's own weights
         std::shared_ptr<roll::workers::SharedWeights> shared;
         std::vector<double> secs;
         for (int r = 0; r <= o.repeats; ++r) {  // r == 0: the first sync, untimed
@@ -192,7 +192,9 @@ int run(int rank, const Options& o, std::shared_ptr<roll::comm::Store> store = n
             group->barrier();  // stands in for the driver's call to the infer worker
             if (rank == 1) {
               if (!shared) shared = roll::workers::SharedWeights::open(shm_file);
-              if (adapters) engine->update_weights(adapters->merged(shared->views()));
+              if (adapters)
+                engine->update_weights_in_place(
+                    [&](const NamedTensors& own) { adapters->write_into(shared->views(), own); });
               else if (path == "shm") engine->update_weights(shared->views());
               else engine->share_weights(shared->views());
               engine->set_weight_version(version);
@@ -208,7 +210,7 @@ int run(int rank, const Options& o, std::shared_ptr<roll::comm::Store> store = n
                   return received.back().second;
                 },
                 o.bucket_mb << 20);
-            engine->update_weights(adapters->merged(received));
+            engine->update_weights_in_place([&](const NamedTensors& own) { adapters->write_into(received, own); });
             engine->set_weight_version(version);
           } else {
             engine->update_weights_in_place([&](const NamedTensors& own) {
@@ -247,7 +249,7 @@ int run(int rank, const Options& o, std::shared_ptr<roll::comm::Store> store = n
                       << ": the engine did not hold the last weights\n";
             ++failures;
           }
-          if (adapters)
+          if (o.lora_rank > 0)
             print("lora-" + path, preset, dt, o, bytes, secs, memcpy_s,
                   fmt::format(R"(,"lora_rank":{},"lora_target":"{}")", o.lora_rank, o.lora_target));
           else

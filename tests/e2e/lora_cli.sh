@@ -6,7 +6,8 @@
 #      that a random model has a gradient, old log-probs from the first pass (so that the trainer
 #      reports its agreement with the engine): the KL to the base grows from 0, the engine's log-probs
 #      match the trainer's after every adapter sync, and checkpoint-2 holds a PEFT adapter and no
-#      full model. Then the same on separate devices (the broadcast sync).
+#      full model; the two train ranks shard the adapters (ZeRO-3). Then the same on separate
+#      devices (one train rank, the broadcast sync).
 #   B  `roll lora merge` of that checkpoint; evaluating the merged model and the adapter directory
 #      itself gives the same validation metrics.
 #   C  `roll sft` with all-linear adapters writes a PEFT checkpoint too.
@@ -54,8 +55,9 @@ print("KL to the base", [f"{x:.2e}" for x in kl], "train/infer token ratio", tik
 PY
 }
 
-echo "== A: 3 LoRA steps with a reference from the base, colocated"
-"$roll" rlvr "${common[@]}" "${lora[@]}" "${train[@]}" output_dir=./out exp_name=a > a.log 2>&1 \
+echo "== A: 3 LoRA steps with a reference from the base, colocated, 2 ZeRO-3 ranks"
+"$roll" rlvr "${common[@]}" "${lora[@]}" "${train[@]}" output_dir=./out exp_name=a \
+  +actor_train.strategy_args.strategy_config.zero_optimization.stage=3 > a.log 2>&1 \
   || { tail -40 a.log; exit 1; }
 grep -q "LoRA: no reference cluster" a.log || { echo "no word that the reference comes from actor_train"; exit 1; }
 grep -q "by shared memory (0 computing from it)" a.log || { grep "model update" a.log; exit 1; }

@@ -69,7 +69,7 @@ NamedTensors merge_lora(const NamedTensors& base, const LoraConfig& config, cons
     if (A.dim() != 2 || B.dim() != 2 || A.size(1) != W.size(1) || B.size(0) != W.size(0) || A.size(0) != B.size(1))
       throw Error(fmt::format("LoRA adapter of '{}': A {} and B {} do not fit the weight {}", module,
                               c10::str(A.sizes()), c10::str(B.sizes()), c10::str(W.sizes())));
-    at::Tensor merged = W.to(at::kFloat) + config.scale() * at::matmul(B.to(at::kFloat), A.to(at::kFloat));
+    at::Tensor merged = at::addmm(W.to(at::kFloat), B.to(at::kFloat), A.to(at::kFloat), 1.0, config.scale());
     out.emplace_back(weight, merged.to(W.scalar_type()));
   }
   for (const auto& [module, B] : b)

@@ -15,14 +15,17 @@ class AdapterSync {
   // any adapters the model directory brought).
   AdapterSync(model::LoraConfig config, const model::Transformer& model);
 
-  // The engine's new weights (base names, the base's dtype) for `adapters` (lora_A / lora_B).
-  model::NamedTensors merged(const model::NamedTensors& adapters) const;
+  // Writes base + scale * B A of every adapted module into the engine's own tensor of that name
+  // (`engine`: the engine's weights, as update_weights_in_place hands them). `adapters` must hold
+  // lora_A and lora_B of every adapted module. One GEMM per module that reads the base and writes
+  // the engine's tensor (no fresh pages, one pass over each).
+  void write_into(const model::NamedTensors& adapters, const model::NamedTensors& engine);
 
   const model::LoraConfig& config() const { return config_; }
 
  private:
   model::LoraConfig config_;
-  model::NamedTensors base_;
+  model::NamedTensors base_;  // "<module>.weight" -> a copy of the base, in the model's dtype
 };
 
 }  // namespace roll::workers

@@ -107,7 +107,7 @@ class InferRole : public runtime::Role {
               return adapters.back().second;
             },
             p.args.at("bucket_bytes").get<int64_t>(), &st);
-        service_->update_weights(lora_->merged(adapters));
+        service_->update_weights_in_place([&](const model::NamedTensors& own) { lora_->write_into(adapters, own); });
         service_->set_weight_version(p.args.value("version", int64_t{0}));
         return Payload(nlohmann::json{
             {"tensors", st.tensors}, {"bytes", st.bytes}, {"buckets", st.buckets}, {"receive_s", st.seconds}});
@@ -144,7 +144,8 @@ class InferRole : public runtime::Role {
       check("before");
       // Colocated with the trainer (it writes only while this engine is idle): compute from the
       // mapping itself. Otherwise copy out, so that the file may be rewritten while we generate.
-      if (lora_) service_->update_weights(lora_->merged(shared_->views()));
+      if (lora_)
+        service_->update_weights_in_place([&](const model::NamedTensors& own) { lora_->write_into(shared_->views(), own); });
       else if (p.args.value("share", false)) service_->share_weights(shared_->views());
       else service_->update_weights(shared_->views());
       check("after");
