@@ -8,6 +8,8 @@
 #      scheduler counts and the penalty against the response lengths;
 #   E  a query filter that drops every prompt of a 12-row domain (the tiny model scores 0): the
 #      step fails after one pass over the rows with the error naming the filter key.
+#   F  the batch-level train-infer correction (old log-probs recomputed, IS weights and a token
+#      filter): 2 steps report actor/train_infer_* and actor/is_weight_clipfrac.
 set -euo pipefail
 roll="$1"
 root="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -164,4 +166,19 @@ fi
 grep -q "only 0 of 4 prompts passed the query filter rewards.math_rule.query_filter_config" e.log \
   || { tail -20 e.log; exit 1; }
 grep -q "after 12 prompts drawn in the step" e.log || { tail -20 e.log; exit 1; }
+echo "== F: the batch-level train-infer correction"
+"$roll" rlvr "${common[@]}" "${separate[@]}" output_dir=./outf exp_name=f max_steps=2 save_steps=10 eval_steps=0 \
+  enable_old_logprobs_recompute=true train_infer_correction.is_weight.enabled=true \
+  actor_train.model_args.dtype=fp32 actor_infer.model_args.dtype=fp32 \
+  '+train_infer_correction.filters=[{enabled: true, agg_type: token}]' > f.log 2>&1 || { tail -40 f.log; exit 1; }
+$py - "$(find . -path "*/f/*" -name metrics.jsonl | head -1)" <<'PY'
+import json, sys
+rows = [json.loads(l)["metrics"] for l in open(sys.argv[1])]
+assert len(rows) == 2, len(rows)
+for m in rows:
+    # fp32 engine and trainer on the same weights: ratios within fp32 rounding of 1, nothing clipped or filtered.
+    assert abs(m["actor/train_infer_ratio_token_mean"] - 1) < 1e-3, m["actor/train_infer_ratio_token_mean"]
+    assert m["actor/is_weight_clipfrac"] <= 0.05 and m["actor/train_infer_token_ratio_mask_mean"] >= 0.95, m
+print("F: train-infer correction ok")
+PY
 echo "rlvr e2e: ok"

@@ -12,6 +12,7 @@
 #include "roll/core/log.h"
 #include "roll/core/progress.h"
 #include "roll/pipeline/step_profile.h"
+#include "roll/pipeline/train_infer_step.h"
 #include "roll/rl/balance.h"
 #include "roll/track/tracker.h"
 #include "roll/workers/metrics_json.h"
@@ -260,7 +261,7 @@ Batch balanced_for_train(const Batch& batch, int64_t dp_size, Metrics& m) {
 }  // namespace
 
 Metrics PipelineBase::train(Batch& batch, int64_t step) {
-  Metrics m;
+  Metrics m = apply_train_infer_correction(config(), batch);
   batch.meta["global_step"] = step;
   std::optional<runtime::ClusterFuture> critic_f;
   if (auto* critic = find_cluster("critic"))
