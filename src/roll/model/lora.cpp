@@ -49,6 +49,20 @@ std::vector<std::string> lora_modules(const LoraConfig& config, int64_t num_laye
 std::string lora_a_name(const std::string& module) { return module + ".lora_A.weight"; }
 std::string lora_b_name(const std::string& module) { return module + ".lora_B.weight"; }
 
+void lora_merge_into(const at::Tensor& out, const at::Tensor& w, const at::Tensor& a, const at::Tensor& b, double scale,
+                     const std::string& module) {
+  if (a.dim() != 2 || b.dim() != 2 || a.size(1) != w.size(1) || b.size(0) != w.size(0) || a.size(0) != b.size(1))
+    throw Error(fmt::format("LoRA adapter of '{}': A {} and B {} do not fit the weight {}", module, c10::str(a.sizes()),
+                            c10::str(b.sizes()), c10::str(w.sizes())));
+  if (out.scalar_type() != w.scalar_type() || !out.sizes().equals(w.sizes()))
+    throw Error(fmt::format("LoRA merge of '{}': the target is {} {}, the weight {} {}", module,
+                            c10::toString(out.scalar_type()), c10::str(out.sizes()), c10::toString(w.scalar_type()),
+                            c10::str(w.sizes())));
+  at::NoGradGuard no_grad;
+  at::Tensor dst = out;  // addmm_out takes a non-const reference
+  at::addmm_out(dst, w, b.to(w.scalar_type()), a.to(w.scalar_type()), 1.0, scale);
+}
+
 NamedTensors merge_lora(const NamedTensors& base, const LoraConfig& config, const NamedTensors& adapters) {
   std::map<std::string, at::Tensor> a, b;
   for (const auto& [name, t] : adapters) {
@@ -64,13 +78,9 @@ NamedTensors merge_lora(const NamedTensors& base, const LoraConfig& config, cons
     const std::string weight = module + ".weight";
     auto w = std::find_if(base.begin(), base.end(), [&](const auto& p) { return p.first == weight; });
     if (w == base.end()) throw Error(fmt::format("LoRA adapter names '{}', which the model does not have", weight));
-    const at::Tensor& W = w->second;
-    const at::Tensor& B = Bit->second;
-    if (A.dim() != 2 || B.dim() != 2 || A.size(1) != W.size(1) || B.size(0) != W.size(0) || A.size(0) != B.size(1))
-      throw Error(fmt::format("LoRA adapter of '{}': A {} and B {} do not fit the weight {}", module,
-                              c10::str(A.sizes()), c10::str(B.sizes()), c10::str(W.sizes())));
-    at::Tensor merged = at::addmm(W.to(at::kFloat), B.to(at::kFloat), A.to(at::kFloat), 1.0, config.scale());
-    out.emplace_back(weight, merged.to(W.scalar_type()));
+    at::Tensor merged = at::empty_like(w->second);
+    lora_merge_into(merged, w->second, A, Bit->second, config.scale(), module);
+    out.emplace_back(weight, std::move(merged));
   }
   for (const auto& [module, B] : b)
     if (!a.count(module)) throw Error(fmt::format("LoRA adapter of '{}' has lora_B but no lora_A", module));

@@ -38,6 +38,12 @@ std::vector<std::string> lora_modules(const LoraConfig& config, int64_t num_laye
 std::string lora_a_name(const std::string& module);
 std::string lora_b_name(const std::string& module);
 
+// out = W + scale * B A for one module (`out` of W's shape and dtype, may not alias W): one GEMM
+// that adds into W, A and B taken in W's dtype, products accumulated in fp32 and rounded once.
+// Shapes that do not fit are an error naming `module`.
+void lora_merge_into(const at::Tensor& out, const at::Tensor& w, const at::Tensor& a, const at::Tensor& b, double scale,
+                     const std::string& module);
+
 // W + scale * B A for every module with adapters in `adapters`, read from `base` (HF names) and
 // returned under the base weight's name in its dtype; the product is taken in fp32.
 NamedTensors merge_lora(const NamedTensors& base, const LoraConfig& config, const NamedTensors& adapters);

@@ -262,7 +262,8 @@ Batch ActorTrainer::compute_log_probs(const Batch& batch) {
       [&](const ForwardInputs& in) {
         return log_probs_on_used_columns(
             [&](const at::Tensor& ids, const at::Tensor& mask, const at::Tensor& pos, const at::Tensor&) {
-              return s.strategy->log_probs(ids, mask, pos, /*with_entropy=*/true,
+              // The reference pass needs no entropy.
+              return s.strategy->log_probs(ids, mask, pos, /*with_entropy=*/!base_only,
                                            lm_head_chunk_tokens(s.strategy->model().config()));
             },
             in.input_ids, in.attention_mask, in.position_ids);

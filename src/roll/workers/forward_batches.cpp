@@ -97,11 +97,12 @@ Batch forward_log_probs(const Batch& batch, const MicroBatchRows& micro, const L
     model::TokenLogProbs out = forward(in.select(rows));
     const at::Tensor idx = at::tensor(rows, at::TensorOptions().dtype(at::kLong));
     lp.index_copy_(0, idx, out.log_probs.to(at::kFloat));
-    ent.index_copy_(0, idx, out.entropy.to(at::kFloat));
+    if (out.entropy.defined()) ent.index_copy_(0, idx, out.entropy.to(at::kFloat));
+    else ent = at::Tensor();  // a forward without entropy (the reference pass)
   }
   // ROLL masks both with the response mask (op_compute_log_probs / op_compute_entropy).
   result.set_tensor("log_probs", lp * m);
-  result.set_tensor("entropy", ent * m);
+  if (ent.defined()) result.set_tensor("entropy", ent * m);
   return result;
 }
 
