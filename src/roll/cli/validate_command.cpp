@@ -1,5 +1,5 @@
 // `roll validate`: compose, interpolate, type, derive and check a ROLL config; print the resolved
-// config and the placement plan. Starts nothing; only warns about missing model and data paths.
+// config, the placement plan and the memory plan (memory/). Starts nothing; only warns about missing model and data paths.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
@@ -13,6 +13,8 @@
 #include "roll/config/placement.h"
 #include "roll/config/reader.h"
 #include "roll/config/slot_usage.h"
+#include "roll/memory/memory_advice.h"
+#include "roll/memory/memory_report.h"
 
 namespace roll::cli {
 namespace {
@@ -24,6 +26,9 @@ struct ValidateOptions {
   std::string pipeline;
   bool show_env = false;
   bool quiet = false;
+  bool json = false;
+  std::string device;            // --device: the accelerator's name, for its memory
+  double device_memory_gb = 0;   // --device-memory-gb
 };
 
 void warn_missing_paths(const config::PipelineConfig& c, std::vector<std::string>& warnings) {
@@ -68,6 +73,31 @@ void run(const ValidateOptions& o) {
   std::vector<std::string> warnings;
   for (const auto& w : loaded.warnings) warnings.push_back(w.message);
   warn_missing_paths(loaded.config, warnings);
+
+  memory::PlanRequest mreq;
+  mreq.capacity.device_name = o.device;
+  if (o.device_memory_gb > 0) mreq.capacity.device_memory_gb = o.device_memory_gb;
+  const memory::MemoryPlan mplan = memory::plan_memory(loaded.config, plan, mreq);
+  // Each piece of advice is the same config planned again with its overrides added.
+  const memory::Replan replan = [&](const std::vector<std::string>& extra) -> std::optional<memory::MemoryPlan> {
+    config::LoadRequest again = req;
+    again.compose.overrides.insert(again.compose.overrides.end(), extra.begin(), extra.end());
+    try {
+      auto l = config::load_config(again);
+      return memory::plan_memory(l.config, config::make_placement_plan(l.config, l.platform), mreq);
+    } catch (const std::exception&) {
+      return std::nullopt;  // that form of the change does not apply to this config
+    }
+  };
+  const auto advice = memory::memory_advice(loaded.config, mplan, replan);
+  if (o.json) {
+    nlohmann::json j{{"file", loaded.file},
+                     {"pipeline", config::pipeline_kind_name(loaded.config.kind)},
+                     {"warnings", warnings},
+                     {"memory", memory::memory_plan_json(mplan, advice)}};
+    std::cout << j.dump(2) << "\n";
+    return;
+  }
   if (!o.quiet) {
     std::cout << "# " << loaded.file << " (" << config::pipeline_kind_name(loaded.config.kind)
               << " pipeline), resolved with defaults and derived values\n";
@@ -75,6 +105,9 @@ void run(const ValidateOptions& o) {
   }
   std::cout << config::format_placement_plan(plan, o.show_env);
   for (const auto& line : config::idle_slot_advice(loaded.config, plan)) std::cout << "note: " << line << "\n";
+  std::cout << memory::format_memory_plan(mplan, advice);
+  if (mplan.complete() && mplan.capacity.bytes > 0 && !mplan.fits())
+    warnings.push_back("the memory plan overflows a device: see the advice above");
   for (const auto& w : warnings) std::cerr << "warning: " << w << "\n";
   std::cout << fmt::format("OK: {} is a valid {} config ({} warning(s))\n", loaded.file,
                            config::pipeline_kind_name(loaded.config.kind), warnings.size());
@@ -100,7 +133,12 @@ void register_validate(CLI::App& app) {
   add_config_options(*cmd, opts->config);
   cmd->add_option("--pipeline", opts->pipeline, "rlvr, agentic or sft (default: detected from the keys)");
   cmd->add_flag("--show-env", opts->show_env, "Print every worker's environment variables");
-  cmd->add_flag("-q,--quiet", opts->quiet, "Print only the placement plan");
+  cmd->add_flag("-q,--quiet", opts->quiet, "Print only the placement and memory plans");
+  cmd->add_flag("--json", opts->json, "Print the memory plan as JSON (with the warnings)");
+  cmd->add_option("--device", opts->device,
+                  "The accelerator, for its memory: 910B, A2, A3, H100, H200, A100-40GB, ... (NPU default: 910B)");
+  cmd->add_option("--device-memory-gb", opts->device_memory_gb,
+                  "Memory per device in GB (on CPU: the node's RAM), instead of --device");
   cmd->callback([opts] {
     try {
       run(*opts);

@@ -28,7 +28,8 @@ constexpr KeyEntry kRegistry[] = {
     consumed("ModelArguments.model_name_or_path", "src/roll/workers/role_config.cpp"),
     consumed("ModelArguments.adapter_name_or_path", "src/roll/workers/role_model.cpp"),
     ignored("ModelArguments.attn_implementation",
-            "rollcpp has one attention implementation; the value is only checked against the platform's rules"),
+            "rollcpp has one attention implementation; the value is checked against the platform's rules, and on "
+            "accelerators the memory plan counts no [seq, seq] attention tensors unless it is eager"),
     ignored("ModelArguments.moe_aux_loss_coef", "no MoE models in rollcpp"),
     consumed("ModelArguments.disable_gradient_checkpointing", "src/roll/train/options_from_config.cpp"),
     ignored("ModelArguments.gradient_checkpointing_use_reentrant", "rollcpp's gradient checkpointing has one form"),

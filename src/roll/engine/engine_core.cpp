@@ -3,7 +3,6 @@
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <fmt/format.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <deque>
@@ -11,6 +10,7 @@
 #include <unordered_map>
 
 #include "roll/core/error.h"
+#include "roll/core/process_memory.h"
 #include "roll/engine/model_runner.h"
 #include "roll/engine/paged_attention.h"
 #include "roll/engine/paged_kv_cache.h"
@@ -22,11 +22,6 @@
 namespace roll::engine {
 
 namespace {
-
-int64_t physical_memory_bytes() {
-  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
-  return pages > 0 && page > 0 ? static_cast<int64_t>(pages) * page : int64_t{8} << 30;
-}
 
 int64_t weight_bytes(const model::Transformer& m) {
   int64_t n = 0;
@@ -98,7 +93,7 @@ struct EngineCore::Impl {
     const int64_t blocks_per_seq = (max_model_len + config.block_size - 1) / config.block_size;
     int64_t blocks = config.num_blocks;
     if (blocks <= 0) {
-      const int64_t budget = config.memory_budget_bytes > 0 ? config.memory_budget_bytes : physical_memory_bytes();
+      const int64_t budget = config.memory_budget_bytes > 0 ? config.memory_budget_bytes : core::physical_memory_bytes();
       const int64_t avail = static_cast<int64_t>(static_cast<double>(budget) * config.gpu_memory_utilization) -
                             weight_bytes(*model);
       blocks = std::max<int64_t>(0, avail / per_block);

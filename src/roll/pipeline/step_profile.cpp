@@ -77,9 +77,13 @@ std::vector<std::vector<double>> ClusterBusy::sample() {
   std::vector<runtime::ClusterFuture> calls;
   for (auto* cluster : clusters_) calls.push_back(cluster->call(runtime::kBusyMethod, runtime::Dispatch::one_to_all));
   std::vector<std::vector<double>> out;
-  for (auto& call : calls) {
+  peak_rss_mb_.assign(calls.size(), 0.0);
+  for (size_t c = 0; c < calls.size(); ++c) {
     std::vector<double> ranks;
-    for (const auto& reply : call.get_all()) ranks.push_back(reply.args.value("busy_s", 0.0));
+    for (const auto& reply : calls[c].get_all()) {
+      ranks.push_back(reply.args.value("busy_s", 0.0));
+      peak_rss_mb_[c] = std::max(peak_rss_mb_[c], reply.args.value("peak_rss_bytes", 0.0) / (1024.0 * 1024.0));
+    }
     out.push_back(std::move(ranks));
   }
   return out;
@@ -95,6 +99,7 @@ void ClusterBusy::finish(std::map<std::string, double>& m, double wall_s) {
     const size_t ranks = std::min(now[c].size(), at_start_[c].size());
     for (size_t r = 0; r < ranks; ++r) share += std::clamp((now[c][r] - at_start_[c][r]) / wall_s, 0.0, 1.0);
     if (ranks > 0) m["system/busy/" + clusters_[c]->name()] = share / static_cast<double>(ranks);
+    if (peak_rss_mb_[c] > 0) m["system/peak_rss_mb/" + clusters_[c]->name()] = peak_rss_mb_[c];
   }
 }
 

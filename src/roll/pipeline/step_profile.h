@@ -7,6 +7,8 @@
 //   time/step_overhead    wall time in no phase: the driver's own work between calls
 //   system/busy/<cluster> the share of the step's wall time the cluster's workers spent working
 //                         (serial RPC handlers, engine steps), averaged over its ranks
+//   system/peak_rss_mb/<cluster>  the largest peak resident set (VmHWM) of the cluster's workers
+//                         so far, in MiB: what `roll validate`'s memory plan predicts on CPU
 // and one line for the step log.
 #include <map>
 #include <string>
@@ -46,6 +48,7 @@ class ClusterBusy {
   std::vector<std::vector<double>> sample();  // per cluster, per rank
   std::vector<runtime::Cluster*> clusters_;
   std::vector<std::vector<double>> at_start_;
+  std::vector<double> peak_rss_mb_;  // per cluster, from the last sample
 };
 
 }  // namespace roll::pipeline

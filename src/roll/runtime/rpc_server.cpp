@@ -11,6 +11,7 @@
 #include "roll/core/busy_clock.h"
 #include "roll/core/error.h"
 #include "roll/core/log.h"
+#include "roll/core/process_memory.h"
 #include "roll/runtime/outbox.h"
 
 namespace roll::runtime {
@@ -104,7 +105,14 @@ struct RpcServer::Impl {
     state->method = m.method;
     Responder reply(state);
     if (m.method == kPingMethod) return reply.ok();
-    if (m.method == kBusyMethod) return reply.ok(Payload(nlohmann::json{{"busy_s", busy_seconds()}}));
+    if (m.method == kBusyMethod) {
+      nlohmann::json out{{"busy_s", busy_seconds()}};
+      if (auto mem = core::process_memory()) {
+        out["rss_bytes"] = mem->rss_bytes;
+        out["peak_rss_bytes"] = mem->peak_rss_bytes;
+      }
+      return reply.ok(Payload(std::move(out)));
+    }
     if (m.method == kShutdownMethod) {
       reply.ok();
       stopping = true;

@@ -26,6 +26,7 @@ const std::vector<ChartSpec>& report_chart_specs() {
       {"time_per_phase", "Time per phase", "seconds",
        {R"(time/step_[^/]+)", R"(time/val_step)"}, Better::lower, false},
       {"busy", "Busy share per cluster", "share of the step's wall time", {R"(system/busy/.+)"}, Better::none, false},
+      {"memory", "Peak resident memory per cluster", "MiB", {R"(system/peak_rss_mb/.+)"}, Better::none, false},
   };
   return specs;
 }
