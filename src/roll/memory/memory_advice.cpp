@@ -91,7 +91,7 @@ void engine_candidates(const config::PipelineConfig& c, const MemoryPlan& plan, 
           if (p.name == "weights") weights = p.bytes;
         const auto m = model_size(*w.model_args.model_name_or_path);
         if (!m) break;
-        const int64_t per_token = m->kv_bytes_per_token(w.model_args.dtype == "fp32" ? 4 : 2);
+        const int64_t per_token = m->kv_bytes_per_token(dtype_bytes(w.model_args.dtype));
         const int64_t fit = (static_cast<int64_t>(cap * ec.gpu_memory_utilization) - weights) / per_token / 1024 * 1024;
         if (fit > 0)
           out.push_back({{{fmt::format("{}.max_model_len={}", sc, fit)}},

@@ -66,8 +66,6 @@ const WorkerMemory* MemoryPlan::find(const std::string& worker) const {
 
 namespace {
 
-int64_t dtype_bytes(const std::string& dtype) { return dtype == "fp32" || dtype == "float32" ? 4 : 2; }
-
 bool on_cpu(config::Platform p) { return p == config::Platform::cpu || p == config::Platform::npu_emulated; }
 
 config::NodePtr child(const config::NodePtr& n, const char* key) {
@@ -98,7 +96,6 @@ int64_t lora_parameters(const ModelSize& m, const config::WorkerConfig& w, int64
 
 struct Context {
   const config::PipelineConfig& c;
-  const config::PlacementPlan& placement;
   MemoryPlan& plan;
   std::map<std::string, std::optional<ModelSize>> sizes;
 
@@ -319,7 +316,7 @@ MemoryPlan plan_memory(const config::PipelineConfig& c, const config::PlacementP
       }
     }
   plan.capacity = device_capacity(cap);
-  Context ctx{c, placement, plan, {}};
+  Context ctx{c, plan, {}};
   const int64_t base = process_base_bytes(plan.platform);
 
   for (const auto& cluster : placement.clusters) {

@@ -22,6 +22,8 @@ void add(std::vector<Part>& parts, std::string name, int64_t bytes, std::string 
 
 }  // namespace
 
+int64_t dtype_bytes(const std::string& dtype) { return dtype == "fp32" || dtype == "float32" ? 4 : 2; }
+
 ResidentParts trainer_resident(const TrainerInputs& in) {
   ResidentParts r;
   const int64_t b = in.dtype_bytes, dp = std::max<int64_t>(1, in.dp);

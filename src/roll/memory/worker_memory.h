@@ -11,6 +11,9 @@
 
 namespace roll::memory {
 
+// Bytes per element of a model_args.dtype: 4 for fp32, 2 for bf16 and fp16.
+int64_t dtype_bytes(const std::string& dtype);
+
 struct Part {
   std::string name;    // "weights", "optimizer state", "activations", "KV cache", ...
   int64_t bytes = 0;
