@@ -81,26 +81,7 @@ echo "== B: resume from checkpoint-2"
   || { tail -40 b.log; exit 1; }
 b_metrics="$(find . -path '*/b/*' -name metrics.jsonl | head -1)"
 grep -q "continuing at step 3" b.log
-$py - "$a_metrics" "$b_metrics" <<'PY'
-import json, math, sys
-a = {json.loads(l)["step"]: json.loads(l)["metrics"] for l in open(sys.argv[1])}
-b = {json.loads(l)["step"]: json.loads(l)["metrics"] for l in open(sys.argv[2])}
-assert 3 in b, sorted(b)
-skip = ("time/", "system/tps", "system/busy/")
-bad = []
-for k, v in a[3].items():
-    if k.startswith(skip) or not isinstance(v, (int, float)):
-        continue
-    w = b[3].get(k)
-    # Same data and shapes on one machine: equal up to the engine's log-probs, which depend on the
-    # requests it batched together (other GEMM shapes, ~1e-6 per token) and which the sequence-level
-    # actor/train_infer_* ratios sum over a response -> 1e-4, as in same_step_metrics.py.
-    tol = 1e-4 if k.startswith("actor/train_infer_") else 1e-6
-    if w is None or not (abs(v - w) <= tol * max(1.0, abs(v))):
-        bad.append((k, v, w))
-assert not bad, bad[:10]
-print("B: step 3 reproduced (%d metrics)" % len(a[3]))
-PY
+$py "$root/tests/e2e/same_step_metrics.py" "$a_metrics" "$b_metrics" 3
 
 echo "== C: the config's colocated train and infer, dynamic batching in training and in the old log-probs, 2 steps"
 "$roll" rlvr "${common[@]}" output_dir=./outc exp_name=c max_steps=2 save_steps=10 \
