@@ -8,9 +8,9 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <mutex>
 
 #include "roll/core/error.h"
-#include <mutex>
 
 namespace roll::log {
 namespace {
@@ -57,6 +57,19 @@ void set_identity(std::string_view worker_name, int rank, int world_size) {
   logger().set_pattern(current_pattern());
 }
 
+namespace {
+
+std::mutex& files_mu() {
+  static std::mutex mu;
+  return mu;
+}
+std::vector<std::string>& file_list() {
+  static std::vector<std::string> list;
+  return list;
+}
+
+}  // namespace
+
 void add_file(const std::string& path) {
   try {
     std::filesystem::path p(path);
@@ -65,9 +78,16 @@ void add_file(const std::string& path) {
     sink->set_pattern(current_pattern());
     logger().sinks().push_back(std::move(sink));
     logger().flush_on(spdlog::level::debug);
+    std::lock_guard<std::mutex> g(files_mu());
+    file_list().push_back(path);
   } catch (const std::exception& e) {
     throw Error("cannot open the log file " + path + ": " + e.what());
   }
+}
+
+std::vector<std::string> files() {
+  std::lock_guard<std::mutex> g(files_mu());
+  return file_list();
 }
 
 void flush() { logger().flush(); }

@@ -244,7 +244,52 @@ void Cluster::shutdown(std::chrono::milliseconds grace) {
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     if (!w.process->wait_for(std::max(left, std::chrono::milliseconds(0)))) w.process->stop();
   }
-  for (auto& w : workers_) w.client.reset();
+  std::vector<std::unique_ptr<RpcClient>> closing;
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    for (auto& w : workers_) closing.push_back(std::move(w.client));
+  }
+}
+
+Cluster::RankActivity Cluster::activity(int rank) const {
+  RankActivity a;
+  std::lock_guard<std::mutex> g(mu_);
+  const auto& w = workers_.at(static_cast<size_t>(rank));
+  if (w.process) {
+    a.pid = w.process->pid();
+    a.on_this_node = w.process->on_this_node();
+    a.running = !stopping_ && w.process->running();
+  }
+  if (w.client)
+    for (auto& c : w.client->pending_calls())
+      if (c.method.rfind("__", 0) != 0) a.calls.push_back(std::move(c));
+  return a;
+}
+
+std::vector<double> Cluster::completed_seconds(const std::string& method) const {
+  std::vector<double> out;
+  std::lock_guard<std::mutex> g(mu_);
+  for (const auto& w : workers_)
+    if (w.client)
+      for (double s : w.client->completed_seconds(method)) out.push_back(s);
+  return out;
+}
+
+std::optional<Payload> Cluster::ask(int rank, const std::string& method, std::chrono::milliseconds timeout,
+                                    Payload args) {
+  std::future<Payload> f;
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    auto& w = workers_.at(static_cast<size_t>(rank));
+    if (stopping_ || !w.client) return std::nullopt;
+    f = w.client->call(method, std::move(args));
+  }
+  if (f.wait_for(timeout) != std::future_status::ready) return std::nullopt;
+  try {
+    return f.get();
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
 }
 
 }  // namespace roll::runtime

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <future>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -64,6 +65,21 @@ class Cluster {
   std::string describe(int rank) const;
   // Nullopt while every worker runs; else why the first dead one ended, with its last lines.
   std::optional<std::string> failure() const;
+  // For the hang watchdog and the dashboard, from any thread (docs/runtime.md, "Hang watchdog").
+  struct RankActivity {
+    pid_t pid = 0;
+    bool on_this_node = true;
+    bool running = false;  // the process runs (false once it exited or the cluster stopped)
+    std::vector<RpcClient::PendingCall> calls;  // the driver's calls in flight on this rank (not __ ones)
+  };
+  RankActivity activity(int rank) const;
+  // How long the answered calls of `method` took on every rank, in seconds.
+  std::vector<double> completed_seconds(const std::string& method) const;
+  // Calls a built-in method (__stacks, __busy) on `rank` and waits up to `timeout`; nullopt when
+  // the worker does not answer in time or the cluster stopped.
+  std::optional<Payload> ask(int rank, const std::string& method, std::chrono::milliseconds timeout,
+                             Payload args = {});
+
   // A further client of rank's endpoint (the request router's own connections). It fails with
   // this cluster's calls when a worker is lost: a link that goes down sends no reset, so a
   // client the cluster did not know would wait for answers until its own timeout.

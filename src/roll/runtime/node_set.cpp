@@ -19,6 +19,7 @@ using Clock = std::chrono::steady_clock;
 // exit report, a lost node, or an agent that does not answer a stop).
 class RemoteWorker : public WorkerProcess {
  public:
+  bool on_this_node() const override { return false; }
   RemoteWorker(NodeSet& set, int node, int index, std::string name, std::function<void(const std::string&)> on_exit)
       : set_(set), node_(node), index_(index), name_(std::move(name)), on_exit_(std::move(on_exit)) {}
 

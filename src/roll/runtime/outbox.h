@@ -4,6 +4,8 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <mutex>
@@ -49,6 +51,18 @@ class Outbox {
 inline void send_frames(zmq::socket_t& socket, std::vector<zmq::message_t>& frames) {
   for (size_t i = 0; i < frames.size(); ++i)
     socket.send(frames[i], i + 1 < frames.size() ? zmq::send_flags::sndmore : zmq::send_flags::none);
+}
+
+// zmq::poll that treats an interrupting signal (EINTR: the stack capture of thread_stacks.h) as
+// "nothing ready"; false then, true after a completed poll.
+inline bool poll_retrying_eintr(zmq::pollitem_t* items, size_t n, std::chrono::milliseconds timeout) {
+  try {
+    zmq::poll(items, n, timeout);
+    return true;
+  } catch (const zmq::error_t& e) {
+    if (e.num() == EINTR) return false;
+    throw;
+  }
 }
 
 // Receives one multipart message.

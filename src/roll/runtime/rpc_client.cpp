@@ -1,6 +1,7 @@
 #include "roll/runtime/rpc_client.h"
 
 #include <atomic>
+#include <deque>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -24,11 +25,13 @@ struct RpcClient::Impl {
   struct Pending {
     std::string method;
     Callback callback;
+    std::chrono::steady_clock::time_point started;
 
     void succeed(Payload p) { callback(&p, ""); }
     void fail(const std::string& message) { callback(nullptr, message); }
   };
   std::map<uint64_t, Pending> pending;
+  std::map<std::string, std::deque<double>> completed;  // seconds per method, the most recent first out
   std::string failed;  // non-empty: the peer is dead, every call fails with this
 
   std::string describe(const std::string& method) const { return "call '" + method + "' on " + peer; }
@@ -37,7 +40,7 @@ struct RpcClient::Impl {
     while (!done) {
       zmq::pollitem_t items[] = {{static_cast<void*>(socket), 0, ZMQ_POLLIN, 0},
                                  {nullptr, outbox.fd(), ZMQ_POLLIN, 0}};
-      zmq::poll(items, 2, std::chrono::milliseconds(200));
+      if (!poll_retrying_eintr(items, 2, std::chrono::milliseconds(200))) continue;
       if (items[1].revents & ZMQ_POLLIN)
         for (auto& frames : outbox.take()) send_frames(socket, frames);
       if (items[0].revents & ZMQ_POLLIN) {
@@ -55,6 +58,11 @@ struct RpcClient::Impl {
           if (it == pending.end()) continue;  // answered after fail_all
           p = std::move(it->second);
           pending.erase(it);
+          if (m.kind == MessageKind::ok) {
+            auto& times = completed[p.method];
+            times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - p.started).count());
+            if (times.size() > kRecentCalls) times.pop_front();
+          }
         }
         if (m.kind == MessageKind::ok)
           p.succeed(std::move(m.payload));
@@ -111,6 +119,7 @@ void RpcClient::call_async(const std::string& method, Payload args, Callback don
     auto& entry = impl_->pending[m.id];
     entry.method = method;
     entry.callback = std::move(done);
+    entry.started = std::chrono::steady_clock::now();
   }
   impl_->outbox.push(encode_message(m));
 }
@@ -135,6 +144,19 @@ const std::string& RpcClient::peer() const { return impl_->peer; }
 size_t RpcClient::pending() const {
   std::lock_guard<std::mutex> g(impl_->mu);
   return impl_->pending.size();
+}
+
+std::vector<RpcClient::PendingCall> RpcClient::pending_calls() const {
+  std::lock_guard<std::mutex> g(impl_->mu);
+  std::vector<PendingCall> out;
+  for (const auto& [id, p] : impl_->pending) out.push_back({id, p.method, p.started});
+  return out;
+}
+
+std::vector<double> RpcClient::completed_seconds(const std::string& method) const {
+  std::lock_guard<std::mutex> g(impl_->mu);
+  auto it = impl_->completed.find(method);
+  return it == impl_->completed.end() ? std::vector<double>{} : std::vector<double>(it->second.begin(), it->second.end());
 }
 
 Payload wait_result(std::future<Payload>& f, std::chrono::milliseconds timeout, const std::string& what) {

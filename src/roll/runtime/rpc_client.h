@@ -8,6 +8,7 @@
 #include <future>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "roll/runtime/rpc_message.h"
 
@@ -31,6 +32,17 @@ class RpcClient {
   void fail_all(const std::string& reason);
   const std::string& peer() const;
   size_t pending() const;
+
+  // What the hang watchdog and the dashboard read (docs/runtime.md, "Hang watchdog").
+  struct PendingCall {
+    uint64_t id = 0;
+    std::string method;
+    std::chrono::steady_clock::time_point started;
+  };
+  std::vector<PendingCall> pending_calls() const;
+  // How long the answered calls of `method` took, in seconds (the most recent kRecentCalls).
+  static constexpr size_t kRecentCalls = 64;
+  std::vector<double> completed_seconds(const std::string& method) const;
 
   struct Impl;
 

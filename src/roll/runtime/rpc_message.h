@@ -29,6 +29,12 @@ inline constexpr char kPingMethod[] = "__ping";          // nothing -> nothing
 inline constexpr char kShutdownMethod[] = "__shutdown";  // nothing -> nothing, then serve() returns
 // nothing -> {"busy_s": seconds the worker spent in serial handlers and engine steps (roll/core/busy_clock.h)}
 inline constexpr char kBusyMethod[] = "__busy";
+// nothing -> {"pid", "threads": every thread's stack (roll/core/thread_stacks.h), "text": the same formatted}.
+// Answered on the socket thread, so a worker whose serial handler is stuck still answers.
+inline constexpr char kStacksMethod[] = "__stacks";
+// {"lines": n} -> {"path", "lines": the last n lines of the process's log file (log::add_file)}: how the
+// dashboard on the head reads the logs of workers on other nodes. Answered on the socket thread.
+inline constexpr char kLogTailMethod[] = "__log_tail";
 
 enum class MessageKind { call, ok, error };
 

@@ -5,13 +5,19 @@
 #include <deque>
 #include <map>
 #include <mutex>
+#include <algorithm>
 #include <optional>
 #include <thread>
 
+#include <unistd.h>
+
 #include "roll/core/busy_clock.h"
 #include "roll/core/error.h"
+#include "roll/core/file_tail.h"
 #include "roll/core/log.h"
+#include "roll/core/log_sinks.h"
 #include "roll/core/process_memory.h"
+#include "roll/core/thread_stacks.h"
 #include "roll/runtime/outbox.h"
 
 namespace roll::runtime {
@@ -113,6 +119,19 @@ struct RpcServer::Impl {
       }
       return reply.ok(Payload(std::move(out)));
     }
+    if (m.method == kStacksMethod) {
+      const auto stacks = core::capture_thread_stacks();
+      return reply.ok(Payload(nlohmann::json{{"pid", static_cast<int64_t>(getpid())},
+                                             {"threads", core::thread_stacks_json(stacks)},
+                                             {"text", core::format_thread_stacks(stacks)}}));
+    }
+    if (m.method == kLogTailMethod) {
+      const auto files = log::files();
+      const int64_t lines = std::clamp<int64_t>(m.payload.args.value("lines", int64_t{50}), 1, 2000);
+      nlohmann::json out{{"path", files.empty() ? "" : files.front()}, {"lines", nlohmann::json::array()}};
+      if (!files.empty()) out["lines"] = core::last_lines(files.front(), static_cast<size_t>(lines));
+      return reply.ok(Payload(std::move(out)));
+    }
     if (m.method == kShutdownMethod) {
       reply.ok();
       stopping = true;
@@ -186,7 +205,7 @@ void RpcServer::serve() {
   while (!s.stopping) {
     zmq::pollitem_t items[] = {{static_cast<void*>(s.socket), 0, ZMQ_POLLIN, 0},
                                {nullptr, s.outbox->fd(), ZMQ_POLLIN, 0}};
-    zmq::poll(items, 2, std::chrono::milliseconds(200));
+    if (!poll_retrying_eintr(items, 2, std::chrono::milliseconds(200))) continue;
     if (items[1].revents & ZMQ_POLLIN) {
       for (auto& frames : s.outbox->take()) {
         try {

@@ -107,6 +107,7 @@ Runtime::Runtime(RuntimeOptions options) : options_(std::move(options)) {
   }
   if (options_.config_request)
     store_->set(kConfigRequestKey, config_request_to_json(*options_.config_request).dump());
+  watchdog_ = std::make_unique<HangWatchdog>(options_.watchdog, [this] { return clusters(); });
 }
 
 Runtime::~Runtime() {
@@ -147,6 +148,14 @@ std::shared_ptr<Cluster> Runtime::start(ClusterSpec spec) {
   std::vector<ClusterSpec> one;
   one.push_back(std::move(spec));
   return start(std::move(one)).front();
+}
+
+std::vector<std::shared_ptr<Cluster>> Runtime::clusters() const {
+  std::vector<std::shared_ptr<Cluster>> alive;
+  std::lock_guard<std::mutex> g(mu_);
+  for (auto& w : clusters_)
+    if (auto c = w.lock()) alive.push_back(c);
+  return alive;
 }
 
 void Runtime::shutdown() {

@@ -13,6 +13,7 @@
 
 #include "roll/config/load.h"
 #include "roll/runtime/cluster.h"
+#include "roll/runtime/hang_watchdog.h"
 
 namespace roll::comm {
 class Store;
@@ -37,6 +38,7 @@ struct RuntimeOptions {
   std::map<std::string, std::string> extra_env;  // for every worker (after the placement's)
   int cores = 0;  // cores of this node for thread counts; 0: what the machine has
   bool forward_output = true;
+  WatchdogOptions watchdog;  // calls running far past their usual time (hang_watchdog.h)
 };
 
 class Runtime {
@@ -59,12 +61,17 @@ class Runtime {
 
   void shutdown();
 
+  // The clusters running now (for the watchdog and the dashboard, from any thread).
+  std::vector<std::shared_ptr<Cluster>> clusters() const;
+  const HangWatchdog& watchdog() const { return *watchdog_; }
+
  private:
   friend class Cluster;
   RuntimeOptions options_;
   std::shared_ptr<comm::Store> store_;
   std::vector<std::weak_ptr<Cluster>> clusters_;
-  std::mutex mu_;
+  mutable std::mutex mu_;
+  std::unique_ptr<HangWatchdog> watchdog_;  // last member: stopped first
 };
 
 // Stops every worker process this process started (a signal handler's or atexit's last word).

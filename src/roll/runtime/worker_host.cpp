@@ -11,6 +11,7 @@
 #include "roll/core/error.h"
 #include "roll/core/log.h"
 #include "roll/core/log_sinks.h"
+#include "roll/core/thread_stacks.h"
 #include "roll/runtime/child_process.h"
 #include "roll/runtime/config_request.h"
 #include "roll/runtime/role.h"
@@ -28,6 +29,7 @@ int run_worker_host() {
     return 2;
   }
   die_with_parent(launch.driver_pid);
+  core::install_thread_stack_handler();  // the `__stacks` built-in of the hang watchdog
   // A peer that dies mid-collective closes its sockets, and Gloo's next write raises SIGPIPE,
   // whose default action would kill this worker before the failure is reported (the job's error
   // then names this worker, not the lost peer). Ignored, the write fails with EPIPE and the call

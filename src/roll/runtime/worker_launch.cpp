@@ -81,9 +81,11 @@ WorkerLaunch WorkerLaunch::from_env() {
   return w;
 }
 
-std::string WorkerLaunch::log_file() const {
+std::string worker_log_file(const std::string& log_dir, const std::string& worker_name, int rank, int world_size) {
   return log_dir + "/log_rank_" + worker_name + "_" + std::to_string(rank) + "_" + std::to_string(world_size) + ".log";
 }
+
+std::string WorkerLaunch::log_file() const { return worker_log_file(log_dir, worker_name, rank, world_size); }
 
 std::map<std::string, std::string> worker_environment(const std::map<std::string, std::string>& settings) {
   // Visibility variables of every platform: a worker inherits none of them.

@@ -38,6 +38,9 @@ struct WorkerLaunch {
   std::string log_file() const;
 };
 
+// The log file a worker writes: <log_dir>/log_rank_<WORKER_NAME>_<RANK>_<WORLD_SIZE>.log.
+std::string worker_log_file(const std::string& log_dir, const std::string& worker_name, int rank, int world_size);
+
 // A worker's complete environment: this process's, without any platform's device visibility
 // variable (the placement sets its own), with `settings` over it, and GLIBC_TUNABLES extended by
 // with_malloc_hugepages.

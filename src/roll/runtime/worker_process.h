@@ -15,6 +15,8 @@ class WorkerProcess {
  public:
   virtual ~WorkerProcess() = default;
   virtual pid_t pid() const = 0;  // 0 until known (a remote start not yet answered)
+  // Whether pid() is a process of this machine (its /proc can be read here).
+  virtual bool on_this_node() const { return true; }
   virtual bool running() const = 0;
   // "exited with status 3", "killed by signal 9 (SIGKILL)"; nullopt while running.
   virtual std::optional<std::string> exit_description() const = 0;
