@@ -134,6 +134,7 @@ void GroupQueueManager::serve_waiters(Group& g, Answers& out) {
   while (!g.waiters.empty()) {
     std::optional<Episode> ep = shutdown_ ? std::nullopt : take_episode(g);
     if (!ep && !finished(g)) return;
+    if (ep) g.playing[g.waiters.front().env_id] = Playing{ep->episode_id, std::chrono::steady_clock::now()};
     out.emplace_back(std::move(g.waiters.front().done), ep);
     g.waiters.pop_front();
   }
@@ -166,6 +167,7 @@ void GroupQueueManager::put(Rollout rollout) {
     std::lock_guard<std::mutex> lock(mu_);
     if (rollout.group_id < 0 || rollout.group_id >= o_.num_groups) return;
     Group& g = groups_[rollout.group_id];
+    g.playing.erase(rollout.env_id);
     for (auto it = g.episodes.begin(); it != g.episodes.end(); ++it) {
       if (it->episode_id != rollout.episode_id) continue;
       if (it->complete) return;  // redundant extra rollout: discarded
@@ -197,6 +199,7 @@ void GroupQueueManager::env_exit(int64_t group_id, int64_t env_id) {
     if (group_id >= 0 && group_id < o_.num_groups) {
       Group& g = groups_[group_id];
       ++g.exited_envs;
+      g.playing.erase(env_id);
       // An ask still pending from this env has no reader any more.
       for (auto it = g.waiters.begin(); it != g.waiters.end();)
         if (it->env_id == env_id) {
@@ -225,6 +228,18 @@ void GroupQueueManager::shutdown() {
 int64_t GroupQueueManager::group_filter_count() const {
   std::lock_guard<std::mutex> lock(mu_);
   return filtered_;
+}
+
+std::vector<GroupQueueManager::HungEnv> GroupQueueManager::hung_envs(double timeout_s) const {
+  const auto now = std::chrono::steady_clock::now();
+  std::vector<HungEnv> out;
+  std::lock_guard<std::mutex> lock(mu_);
+  for (size_t gi = 0; gi < groups_.size(); ++gi)
+    for (const auto& [env_id, p] : groups_[gi].playing) {
+      const double s = std::chrono::duration<double>(now - p.since).count();
+      if (s > timeout_s) out.push_back(HungEnv{static_cast<int64_t>(gi), env_id, p.episode_id, s});
+    }
+  return out;
 }
 
 nlohmann::json GroupQueueManager::state() const {

@@ -3,10 +3,12 @@
 // are created each step, handed to the group's envs (group_size + redundancy of them play the same
 // episode), and a group is complete when group_size rollouts arrived. The driver takes complete
 // groups, oldest first. Thread-safe; the runtime publishes it as a service.
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -77,6 +79,14 @@ class GroupQueueManager {
   void shutdown();
   int64_t group_filter_count() const;
 
+  // An env that was handed an episode more than `timeout_s` ago and has not put its rollout nor
+  // exited (ROLL's EnvActivityMonitor, env_activity_monitor.h).
+  struct HungEnv {
+    int64_t group_id, env_id, episode_id;
+    double seconds;  // since the hand-out
+  };
+  std::vector<HungEnv> hung_envs(double timeout_s) const;
+
   // What decides the episodes of every later step, for a checkpoint at a step boundary: the step,
   // each group's next episode id and its episodes not yet taken (id, creation step). Rollouts and
   // hand-outs of those episodes are not kept: after restore() they are played again from the
@@ -98,8 +108,13 @@ class GroupQueueManager {
     int64_t env_id;
     EpisodeCallback done;
   };
+  struct Playing {
+    int64_t episode_id;
+    std::chrono::steady_clock::time_point since;
+  };
   struct Group {
     std::deque<EpisodeState> episodes;  // oldest first
+    std::map<int64_t, Playing> playing;  // env id -> the episode it was handed last, until its put
     int64_t next_episode = 0;
     int64_t exited_envs = 0;
     std::deque<Waiter> waiters;  // envs asking for an episode, in arrival order

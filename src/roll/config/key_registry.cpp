@@ -15,7 +15,6 @@ constexpr KeyEntry ignored(std::string_view key, std::string_view reason) { retu
 constexpr std::string_view kMedia = "no image, video or audio input in rollcpp";
 constexpr std::string_view kPacking = "sequence packing is not implemented";
 constexpr std::string_view kApiJudge = "API judges are refused (judge_model_type: api)";
-constexpr std::string_view kEnvMonitor = "no environment hang monitor in rollcpp";
 constexpr std::string_view kProfiler = "no profiler in rollcpp";
 constexpr std::string_view kDistill = "distillation is not supported in rollcpp";
 constexpr std::string_view kLegacyTopr = "ROLL's legacy TOPR switch; use pg_variant: topr with topr_*_weight";
@@ -246,9 +245,9 @@ constexpr KeyEntry kRegistry[] = {
     ignored("RewardNormalizationConfig.global_shift_value", "not applied by rollcpp's reward normalization"),
 
     // EnvMonitorConfig
-    ignored("EnvMonitorConfig.enable", kEnvMonitor),
-    ignored("EnvMonitorConfig.monitor_interval", kEnvMonitor),
-    ignored("EnvMonitorConfig.hung_timeout", kEnvMonitor),
+    consumed("EnvMonitorConfig.enable", "src/roll/pipeline/agentic_pipeline.cpp"),
+    consumed("EnvMonitorConfig.monitor_interval", "src/roll/pipeline/agentic_pipeline.cpp"),
+    consumed("EnvMonitorConfig.hung_timeout", "src/roll/pipeline/agentic_pipeline.cpp"),
 
     // PipelineConfig: BaseConfig and ScheduleConfig
     consumed("PipelineConfig.exp_name", "src/roll/track/tracker.cpp"),
@@ -387,7 +386,7 @@ constexpr KeyEntry kRegistry[] = {
     consumed("PipelineConfig.render_save_dir", "src/roll/pipeline/agentic_pipeline.cpp"),
     consumed("PipelineConfig.reward", "src/roll/config/placement.cpp"),
     consumed("PipelineConfig.reward_normalization", "src/roll/pipeline/agentic_rewards.cpp"),
-    ignored("PipelineConfig.env_monitor", kEnvMonitor),
+    consumed("PipelineConfig.env_monitor", "src/roll/pipeline/agentic_pipeline.cpp"),
     consumed("PipelineConfig.batch_adjust_mode", "src/roll/pipeline/agentic_pipeline.cpp"),
     consumed("PipelineConfig.episode_reward_weight", "src/roll/pipeline/agentic_rewards.cpp"),
     consumed("PipelineConfig.step_reward_weight", "src/roll/pipeline/agentic_rewards.cpp"),
