@@ -68,7 +68,7 @@ status_until n0 status1.out " node 1 $a1 host .*: 1 CPU device(s), .* cores; wor
 grep -q " node 0 (head) $a0 host .*: 1 CPU device(s)" status1.out || fail "status misses the head" status1.out
 grep -q "(no lost nodes)" status1.out || fail "a node is lost" status1.out
 grep -q " 0/2 CPU device(s) used, 2 free" status1.out || fail "resources" status1.out
-grep -q "dashboard port 8266 reserved" status1.out || fail "dashboard port" status1.out
+grep -q "dashboard on port 8266" status1.out || fail "dashboard port" status1.out
 n1 status > status1b.out 2>&1 || fail "roll status on the agent's node" status1b.out  # finds the head via agent.json
 grep -q " node 1 $a1" status1b.out || fail "status from ns1" status1b.out
 cat status1.out
@@ -126,7 +126,7 @@ grep -q "Did not find any active roll processes." stop1.out || fail "idempotent 
 [[ ! -e c0/head.json && ! -e c1/agent.json ]] || fail "state files left" stop1.out
 n0 stop | grep -q "Did not find any active roll processes."
 rc=0; n0 status > status4.out 2>&1 || rc=$?
-[[ $rc != 0 ]] && grep -q "no roll cluster to report on" status4.out || fail "status without a cluster" status4.out
+[[ $rc != 0 ]] && grep -q "no roll cluster or run to report on" status4.out || fail "status without a cluster" status4.out
 rc=0; n1 status --address="$a0:$port" > status5.out 2>&1 || rc=$?
 [[ $rc != 0 ]] && grep -q "no roll cluster reachable at $a0:$port" status5.out || fail "status of a gone head" status5.out
 no_process_left

@@ -51,7 +51,7 @@ TEST(RuntimeClusterView, StatusReportInRaysShape) {
   const std::string rule(63, '-');
   EXPECT_EQ(s,
             "======== Cluster status: 2026-12-01 13:00:00 ========\n"
-            "Head: 10.0.0.1:6379 (dashboard port 8265 reserved; no dashboard yet)\n"
+            "Head: 10.0.0.1:6379 (a job's dashboard on port 8265)\n"
             "Node status\n" + rule + "\n"
             "Active:\n"
             " node 0 (head) 10.0.0.1 host n0: 2 CPU device(s), 8 cores; workers: actor_train-0-G0\n"

@@ -10,6 +10,7 @@
 
 #include <filesystem>
 #include <iostream>
+#include <optional>
 
 #include "roll/cli/commands.h"
 #include "roll/cli/config_options.h"
@@ -34,7 +35,24 @@ struct PipelineCliOptions {
   ConfigOptions config;
   bool quiet_workers = false;
   bool eval_only = false;
+  std::optional<int> dashboard_port;  // else DASHBOARD_PORT, else a `roll start` head's, else 8265
+  double watchdog_min_s = 120;
+  double watchdog_factor = 5;
 };
+
+// --dashboard-port, else DASHBOARD_PORT (the seed's variable), else `fallback`.
+int dashboard_port(const PipelineCliOptions& o, int fallback) {
+  if (o.dashboard_port) return *o.dashboard_port;
+  if (auto p = comm::process_env()("DASHBOARD_PORT")) {
+    try {
+      const int v = std::stoi(*p);
+      if (v >= 0 && v <= 65535) return v;
+    } catch (const std::exception&) {
+    }
+    throw Error(fmt::format("DASHBOARD_PORT={} is not a port (0-65535; 0 turns the dashboard off)", *p));
+  }
+  return fallback;
+}
 
 int run_job(config::PipelineKind kind, config::LoadedConfig loaded, const config::LoadRequest& req,
             const pipeline::PipelineOptions& po) {
@@ -129,13 +147,24 @@ int run_pipeline(config::PipelineKind kind, const PipelineCliOptions& o) {
   po.worker_executable = std::filesystem::read_symlink("/proc/self/exe").string();
   po.forward_worker_output = !o.quiet_workers;
   po.eval_only = o.eval_only;
+  po.pipeline_name = config::pipeline_kind_name(kind);
+  po.dashboard_port = dashboard_port(o, 8265);
+  if (o.watchdog_min_s < 0 || o.watchdog_factor < 1)
+    throw Error(fmt::format("--watchdog-min-s {} / --watchdog-factor {}: the floor is >= 0 s (0: no watchdog) and "
+                            "the factor >= 1",
+                            o.watchdog_min_s, o.watchdog_factor));
+  po.watchdog.min_bound = std::chrono::milliseconds(static_cast<int64_t>(o.watchdog_min_s * 1000));
+  po.watchdog.factor = o.watchdog_factor;
   const runtime::NodeIdentity id = runtime::node_identity(comm::process_env());
   // ROLL_ADDRESS (as RAY_ADDRESS) names a cluster; else Method A's variables; else a `roll start`
   // head on this machine.
   const comm::EnvLookup env = comm::process_env();
   if (env("ROLL_ADDRESS") || !id.multi_node())
-    if (auto head = runtime::cluster_address(env))
+    if (auto head = runtime::cluster_address(env)) {
+      // The head's `roll start --dashboard-port`: the job's driver runs on the head machine and serves there.
+      po.dashboard_port = dashboard_port(o, runtime::read_cluster_view(*head, std::chrono::seconds(5)).dashboard_port);
       return run_on_cluster(kind, std::move(loaded), req, std::move(po), *head);
+    }
   if (id.multi_node()) return run_multi_node(kind, std::move(loaded), req, std::move(po), id);
   return run_job(kind, std::move(loaded), req, po);
 }
@@ -145,6 +174,15 @@ void add_pipeline_command(CLI::App& app, const char* name, config::PipelineKind 
   auto* cmd = app.add_subcommand(name, help);
   add_config_options(*cmd, opts->config);
   cmd->add_flag("--quiet-workers", opts->quiet_workers, "Do not copy worker output to this terminal (it stays in the log files)");
+  cmd->add_option("--dashboard-port", opts->dashboard_port,
+                  "The run's live dashboard (default: DASHBOARD_PORT, else the `roll start` head's, else 8265; 0: none)");
+  cmd->add_option("--watchdog-min-s", opts->watchdog_min_s,
+                  "Hang watchdog: a call is reported (with its worker's stacks) once it runs past the factor times the "
+                  "median of its method's earlier calls, and at least this long (0: no watchdog)")
+      ->capture_default_str();
+  cmd->add_option("--watchdog-factor", opts->watchdog_factor,
+                  "Hang watchdog: how many times its method's median a call may run (first calls: times the floor)")
+      ->capture_default_str();
   if (kind != config::PipelineKind::sft)
     cmd->add_flag("--eval-only", opts->eval_only,
                   "Validate the model at `pretrain` once (metrics val/* and eval/*) and stop; no training");

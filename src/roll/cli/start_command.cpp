@@ -116,7 +116,7 @@ void register_start(CLI::App& app) {
   cmd->add_flag("--head", o->head, "Start the head of a cluster on this machine");
   cmd->add_option("--address", o->address, "Join the cluster whose head is at HOST:PORT");
   cmd->add_option("--port", o->port, "The head's port (the cluster store; Ray's GCS port)")->capture_default_str();
-  cmd->add_option("--dashboard-port", o->dashboard_port, "Reserved: recorded, no dashboard yet")->capture_default_str();
+  cmd->add_option("--dashboard-port", o->dashboard_port, "Head: the port the jobs of this cluster serve their dashboard on (docs/dashboard.md)")->capture_default_str();
   cmd->add_option("--num-gpus", o->num_gpus,
                   "Devices this node offers (default: the accelerators found; on cpu one slot per core)");
   cmd->add_option("--node-ip-address", o->node_ip, "The head's address agents reach (default: the first interface's)");

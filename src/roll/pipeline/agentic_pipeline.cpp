@@ -8,10 +8,12 @@
 #include <fstream>
 #include <thread>
 
+#include "roll/agentic/env_activity_monitor.h"
 #include "roll/agentic/group_queue.h"
 #include "roll/config/schema.h"
 #include "roll/core/error.h"
 #include "roll/core/log.h"
+#include "roll/monitor/run_board.h"
 #include "roll/pipeline/agentic_rewards.h"
 #include "roll/pipeline/rollout/batch_adjust.h"
 #include "roll/pipeline/step_advantages.h"
@@ -124,6 +126,7 @@ struct AgenticPipeline::Impl {
   std::unique_ptr<workers::RequestRouter> train_router, val_router;
   Service train_router_service, val_router_service, train_queue_service;
   std::unique_ptr<agentic::GroupQueueManager> train_queue;
+  std::unique_ptr<agentic::EnvActivityMonitor> env_monitor;  // over train_queue; stops before it goes
   std::optional<rl::KlController> kl;
   bool train_rollout_started = false;
   std::string render_dir;  // empty: no render_save_dir
@@ -133,6 +136,7 @@ AgenticPipeline::AgenticPipeline(config::LoadedConfig loaded, config::LoadReques
     : PipelineBase(std::move(loaded), std::move(request), std::move(options)), impl_(std::make_unique<Impl>()) {}
 
 AgenticPipeline::~AgenticPipeline() {
+  impl_->env_monitor.reset();
   if (impl_->train_queue) impl_->train_queue->shutdown();
 }
 
@@ -173,6 +177,18 @@ void AgenticPipeline::on_started() {
   workers::bind_router(*impl_->val_router_service.server, *impl_->val_router);
   impl_->train_queue = std::make_unique<agentic::GroupQueueManager>(queue_options(c.train_env_manager, c, false));
   workers::bind_group_queue(*impl_->train_queue_service.server, *impl_->train_queue);
+  if (c.env_monitor.enable)
+    impl_->env_monitor = std::make_unique<agentic::EnvActivityMonitor>(
+        *impl_->train_queue,
+        agentic::EnvMonitorOptions{static_cast<double>(c.env_monitor.monitor_interval),
+                                   static_cast<double>(c.env_monitor.hung_timeout)},
+        [board = board_ptr()](const std::vector<agentic::GroupQueueManager::HungEnv>& hung) {
+          nlohmann::json list = nlohmann::json::array();
+          for (const auto& h : hung)
+            list.push_back({{"group_id", h.group_id}, {"env_id", h.env_id}, {"episode_id", h.episode_id},
+                            {"seconds", h.seconds}});
+          board->set_hung_envs(std::move(list));
+        });
   impl_->train_router_service.start();
   impl_->val_router_service.start();
   impl_->train_queue_service.start();

@@ -2,7 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 
 #include <ATen/ATen.h>
@@ -11,9 +14,13 @@
 #include "roll/core/error.h"
 #include "roll/core/log.h"
 #include "roll/core/progress.h"
+#include "roll/monitor/dashboard_server.h"
+#include "roll/monitor/run_board.h"
+#include "roll/monitor/run_record.h"
 #include "roll/pipeline/step_profile.h"
 #include "roll/pipeline/train_infer_step.h"
 #include "roll/rl/balance.h"
+#include "roll/runtime/cluster_state.h"
 #include "roll/track/tracker.h"
 #include "roll/workers/metrics_json.h"
 #include "roll/workers/rpc_methods.h"
@@ -37,7 +44,12 @@ PipelineBase::PipelineBase(config::LoadedConfig loaded, config::LoadRequest requ
 }
 
 PipelineBase::~PipelineBase() {
-  if (runtime_) runtime_->shutdown();
+  stop_runtime();
+  dashboard_.reset();
+  if (!run_record_.empty()) {
+    std::error_code ec;
+    std::filesystem::remove(run_record_, ec);
+  }
   // Train rank 0 unlinks its shared weights file when it exits; a killed one leaves it behind.
   if (!shm_dir_.empty()) {
     std::error_code ec;
@@ -59,17 +71,54 @@ std::chrono::milliseconds PipelineBase::rpc_timeout() const {
   return std::chrono::seconds(std::max<int64_t>(1, config().rpc_timeout));
 }
 
-void PipelineBase::start_clusters() {
+void PipelineBase::stop_runtime() {
+  if (dashboard_) dashboard_->attach(nullptr);
+  if (runtime_) runtime_->shutdown();
+}
+
+void PipelineBase::start_dashboard() {
   const auto& c = config();
+  board_ = std::make_shared<monitor::RunBoard>(options_.pipeline_name, c.exp_name.value_or(""), c.max_steps);
+  monitor::RunRecord record;
+  record.pid = static_cast<int>(getpid());
+  record.pipeline = options_.pipeline_name;
+  record.exp_name = c.exp_name.value_or("");
+  record.output_dir = c.output_dir;
+  record.started_unix = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  if (options_.dashboard_port > 0) {
+    monitor::DashboardOptions d;
+    // Where the driver's services bind: this node's address on the head of a multi-node job.
+    if (const char* bind = std::getenv("ROLL_BIND_HOST")) d.host = bind;
+    d.port = options_.dashboard_port;
+    d.log_dir = worker_log_dir();
+    dashboard_ = std::make_unique<monitor::DashboardServer>(d, board_);
+    record.dashboard_url = dashboard_->url();
+    log::info("dashboard at {} (read-only; keep it on a trusted network)", dashboard_->url());
+  }
+  try {
+    run_record_ = monitor::write_run_record(runtime::cluster_dir(comm::process_env()), record);
+  } catch (const std::exception& e) {
+    log::warn("`roll status` will not find this run: {}", e.what());
+  }
+}
+
+std::string PipelineBase::worker_log_dir() const {
+  const auto& c = config();
+  return fmt::format("{}/{}", c.logging_dir, c.exp_name.value_or("roll"));
+}
+
+void PipelineBase::start_clusters() {
   runtime::RuntimeOptions o;
   o.worker_command = {options_.worker_executable, "worker"};
-  o.log_dir = fmt::format("{}/{}", c.logging_dir, c.exp_name.value_or("roll"));
+  o.log_dir = worker_log_dir();
+  o.watchdog = options_.watchdog;
   o.config_request = request_;
   o.platform = loaded_.platform;
   o.rpc_timeout = rpc_timeout();
   o.forward_output = options_.forward_worker_output;
   o.nodes = options_.nodes;
   runtime_ = std::make_unique<runtime::Runtime>(o);
+  if (dashboard_) dashboard_->attach(runtime_.get());
 
   // docs/design.md section 4, quirk 1: the YAML's num_gpus_per_node stands; say so when the node has another count.
   if (auto n = config::detected_device_count(loaded_.platform); n && *n != plan_.devices_per_node)
@@ -311,6 +360,7 @@ Metrics PipelineBase::checkpoint(int64_t step) {
   // Written last: its presence marks the checkpoint complete.
   save_pipeline_state(pipeline_checkpoint_dir(c.output_dir, step), st);
   prune_checkpoints(c.output_dir, c.max_ckpt_to_keep);
+  board_->checkpoint_written(step, pipeline_checkpoint_dir(c.output_dir, step));
   for (const std::string& name : saved) m["time/" + name + "/do_checkpoint/total"] = seconds_since(t0);
   log::info("checkpoint-{} saved under {}", step, c.output_dir);
   return m;
@@ -368,7 +418,7 @@ int PipelineBase::run_eval_only() {
   log::info("eval metrics: {}", nlohmann::json(eval_metric_names(m)).dump());
   on_finished();
   tracker_->finish();
-  runtime_->shutdown();
+  stop_runtime();
   log::info("evaluation complete!");
   return 0;
 }
@@ -381,6 +431,18 @@ std::string PipelineBase::progress_postfix(const Metrics& m) const {
 }
 
 int PipelineBase::run() {
+  start_dashboard();
+  try {
+    const int rc = run_steps();
+    board_->set_finished();
+    return rc;
+  } catch (const std::exception& e) {
+    board_->set_failed(e.what());
+    throw;
+  }
+}
+
+int PipelineBase::run_steps() {
   const auto& c = config();
   tracker_ = track::make_tracker(c, config::write_pipeline_config(c));
   start_clusters();
@@ -397,8 +459,10 @@ int PipelineBase::run() {
   auto progress = make_step_progress();
   progress->start(start_step_ > 0 ? fmt::format("pipeline (resumed at step {})", start_step_) : "pipeline",
                   c.max_steps - start_step_, "step");
+  board_->set_running(start_step_);
   for (int64_t step = start_step_; step < c.max_steps; ++step) {
     const auto t0 = std::chrono::steady_clock::now();
+    board_->step_started(step);
     busy.start();
     log::info("pipeline step {} start...", step);
     Metrics m = before_model_update(step);
@@ -416,11 +480,12 @@ int PipelineBase::run() {
     for (auto& [k, v] : checkpoint(step)) m[k] = v;
     // The profile covers the step up to here; logging the record is the one part it leaves out.
     const double wall_s = seconds_since(t0);
-    add_step_times(m, wall_s);
+    const auto phase_seconds = add_step_times(m, wall_s);
     busy.finish(m, wall_s);
     for (const auto& [k, v] : m) history_.back()[k] = v;
     nlohmann::json record(m);
     tracker_->log(step, record);
+    board_->step_finished(step, m, phase_seconds, wall_s);
     if (c.logging_steps > 0 && step % c.logging_steps == 0) log::info("metrics step {}: {}", step, record.dump());
     last_step_s = seconds_since(t0);
     log::info("pipeline step {} finished ({})", step, format_step_profile(m));
@@ -430,7 +495,7 @@ int PipelineBase::run() {
   progress->finish();
   on_finished();
   tracker_->finish();
-  runtime_->shutdown();
+  stop_runtime();
   log::info("pipeline complete!");
   return 0;
 }

@@ -23,6 +23,10 @@
 namespace roll::track {
 class Tracker;
 }
+namespace roll::monitor {
+class DashboardServer;
+class RunBoard;
+}
 
 namespace roll::pipeline {
 
@@ -35,6 +39,9 @@ struct PipelineOptions {
   // log the val metrics and their eval/ names (eval_metric_names) as step 0, stop. No training.
   bool eval_only = false;
   std::shared_ptr<runtime::NodeSet> nodes;  // multi-node head: the joined nodes (null on one node)
+  std::string pipeline_name;  // rlvr, agentic, sft: what the dashboard and `roll status` call the run
+  int dashboard_port = 8265;  // the run's dashboard (docs/dashboard.md); 0: none
+  runtime::WatchdogOptions watchdog;
 };
 
 // The headline eval/ names of validation metrics, for evaluation runs and the demo's table:
@@ -66,6 +73,8 @@ class PipelineBase {
   virtual void on_finished() {}
   // Runs before each step's model update (asynchronous generation pauses here); its metrics join the step's.
   virtual Metrics before_model_update(int64_t step) { return {}; }
+  // What the dashboard shows of this run (set from run() on; shared with threads that report to it).
+  std::shared_ptr<monitor::RunBoard> board_ptr() const { return board_; }
   // The clusters whose do_checkpoint / load_checkpoint the checkpoints and resume call (those
   // that are running); RL pipelines: actor_train and critic.
   virtual std::vector<std::string> checkpoint_clusters() const { return {"actor_train", "critic"}; }
@@ -98,7 +107,11 @@ class PipelineBase {
   std::vector<nlohmann::json> history_;
 
  private:
+  int run_steps();
+  void start_dashboard();
+  void stop_runtime();  // the dashboard lets go of the runtime first
   void start_clusters();
+  std::string worker_log_dir() const;
   int run_eval_only();
   void setup_model_update();
   Metrics checkpoint(int64_t step);
@@ -109,6 +122,9 @@ class PipelineBase {
   std::vector<int> broadcast_ranks_, shm_ranks_;  // infer ranks per path
   std::vector<bool> shm_shares_;                  // per shm rank: computes from the mapping (colocated)
   std::string shm_dir_;                           // where train rank 0 writes the shared weights file
+  std::shared_ptr<monitor::RunBoard> board_;
+  std::unique_ptr<monitor::DashboardServer> dashboard_;
+  std::string run_record_;  // `roll status`'s record of this run (removed at the end)
 };
 
 // The role each cluster of a plan runs (runtime role name).

@@ -30,7 +30,7 @@ struct DaemonOptions {
 
 struct HeadDaemonOptions : DaemonOptions {
   uint16_t port = 6379;
-  uint16_t dashboard_port = 8265;  // reserved: recorded, no dashboard yet
+  uint16_t dashboard_port = 8265;  // head: where its jobs serve their dashboard
   std::string node_ip;             // --node-ip-address; else the interface variables, else the first interface
 };
 int run_head_daemon(const HeadDaemonOptions& options);

@@ -112,7 +112,7 @@ int run_head_daemon(const HeadDaemonOptions& o) {
     report_ready(o.ready_fd, false, e.what());
     return 1;
   }
-  log::info("roll head started at {}: {} {} device(s); dashboard port {} reserved (no dashboard yet); "
+  log::info("roll head started at {}: {} {} device(s); jobs serve their dashboard on port {}; "
             "heartbeat timeout {:.0f} s",
             view.head_address, o.devices, o.device_key, o.dashboard_port, view.heartbeat_timeout_s);
   report_ready(o.ready_fd, true, view.head_address);

@@ -28,7 +28,7 @@ struct DaemonRecord {
   DaemonRole role = DaemonRole::head;
   pid_t pid = 0;
   std::string address;  // the head's HOST:PORT (the one agents join)
-  uint16_t dashboard_port = 0;  // head: recorded, no dashboard yet
+  uint16_t dashboard_port = 0;  // head: where its jobs serve their dashboard
   int node_id = 0;              // agent: the id the head gave it
   std::string log_file;
 };

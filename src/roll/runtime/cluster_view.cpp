@@ -101,7 +101,7 @@ int ClusterView::used_devices(int id) const {
 std::string format_cluster_status(const ClusterView& v, const std::string& now) {
   const std::string rule(63, '-');
   std::string s = fmt::format("======== Cluster status: {} ========\n", now);
-  s += fmt::format("Head: {} (dashboard port {} reserved; no dashboard yet)\n", v.head_address, v.dashboard_port);
+  s += fmt::format("Head: {} (a job's dashboard on port {})\n", v.head_address, v.dashboard_port);
   s += "Node status\n" + rule + "\n";
   auto node_line = [&](const ClusterView::Node& n) {
     const NodeInfo& i = n.info;

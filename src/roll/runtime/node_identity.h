@@ -16,7 +16,7 @@ struct NodeIdentity {
   int world_size = 1;  // number of nodes
   std::string master_addr = "127.0.0.1";
   uint16_t master_port = 6379;     // the rendezvous store (Ray's GCS port in the seed)
-  uint16_t dashboard_port = 8265;  // reserved for a dashboard
+  uint16_t dashboard_port = 8265;  // where the jobs of this cluster serve their dashboard (docs/dashboard.md)
   std::string worker_id;           // WORKER_ID, default "<MASTER_ADDR>:<RANK>"
   std::string rank_source;         // RANK, OMPI_COMM_WORLD_RANK, SLURM_PROCID or default
 
