@@ -21,6 +21,7 @@
 #include "roll/runtime/runtime.h"
 #include "roll/runtime/worker_launch.h"
 #include "unit/multiprocess.h"
+#include "unit/worker_runtime.h"
 
 namespace roll::runtime {
 namespace {
@@ -100,17 +101,7 @@ RuntimeOptions test_options(const std::string& dir) {
 
 // A CPU-only cluster placement of `world` workers named like ROLL's (cluster-rank).
 ClusterSpec cpu_cluster(const std::string& name, int world, const std::string& role = "test_echo") {
-  ClusterSpec spec;
-  spec.placement.name = name;
-  spec.placement.cpu_only = true;
-  for (int r = 0; r < world; ++r) {
-    config::WorkerPlacement w;
-    w.name = name + "-" + std::to_string(r);
-    w.rank = r;
-    spec.placement.workers.push_back(w);
-  }
-  spec.role = role;
-  return spec;
+  return test::cpu_cluster_spec(name, world, role);
 }
 
 bool process_gone(pid_t pid) {

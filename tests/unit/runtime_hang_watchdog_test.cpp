@@ -47,17 +47,7 @@ const bool registered = [] {
 }();
 
 ClusterSpec blocking_cluster(const std::string& name, int world) {
-  ClusterSpec spec;
-  spec.placement.name = name;
-  spec.placement.cpu_only = true;
-  for (int r = 0; r < world; ++r) {
-    config::WorkerPlacement w;
-    w.name = name + "-" + std::to_string(r);
-    w.rank = r;
-    spec.placement.workers.push_back(w);
-  }
-  spec.role = "test_blocking";
-  return spec;
+  return test::cpu_cluster_spec(name, world, "test_blocking");
 }
 
 TEST(RuntimeHangWatchdog, BoundIsFactorTimesTheMedianAboveTheFloor) {

@@ -17,6 +17,7 @@
 #include "roll/workers/shared_weights.h"
 #include "roll/workers/weight_sync.h"
 #include "unit/multiprocess.h"
+#include "unit/worker_runtime.h"
 
 namespace roll::workers {
 namespace {
@@ -79,16 +80,7 @@ const bool registered = [] {
 }();
 
 runtime::ClusterSpec cluster(const std::string& name, int world, const std::string& role, json options) {
-  runtime::ClusterSpec spec;
-  spec.placement.name = name;
-  spec.placement.cpu_only = true;
-  for (int r = 0; r < world; ++r) {
-    config::WorkerPlacement w;
-    w.name = name + "-" + std::to_string(r);
-    w.rank = r;
-    spec.placement.workers.push_back(w);
-  }
-  spec.role = role;
+  runtime::ClusterSpec spec = test::cpu_cluster_spec(name, world, role);
   spec.options = std::move(options);
   return spec;
 }
