@@ -12,6 +12,7 @@
 #include "roll/config/load.h"
 #include "roll/config/lora_target.h"
 #include "roll/config/model_arch.h"
+#include "roll/config/token_budget_rule.h"
 #include "roll/config/tracker_names.h"
 #include "roll/core/cpu_features.h"
 
@@ -127,15 +128,7 @@ void check_data_args(Ctx& x, const std::string& key, const std::optional<DataArg
 // sequence. ROLL's SFT pipeline plans none.
 void check_dynamic_batching(Ctx& x, const std::string& role, const WorkerConfig& w) {
   auto check_budget = [&](const std::string& phase, std::optional<int64_t> max_tokens, int64_t round) {
-    const std::string round_key = role + ".sequence_length_round_in_" + phase;
-    const std::string max_key = role + ".max_tokens_per_microbatch_in_" + phase;
-    if (round <= 0)
-      x.error(round_key, fmt::format("use_dynamic_batching_in_{} needs a positive sequence_length_round_in_{}, got {}",
-                                     phase, phase, round));
-    else if (max_tokens.value_or(0) < round)
-      x.error(max_key, fmt::format("use_dynamic_batching_in_{} needs a token budget of at least "
-                                   "sequence_length_round_in_{} ({}), got {}",
-                                   phase, phase, round, max_tokens ? std::to_string(*max_tokens) : "none"));
+    if (auto p = token_budget_problem(role, phase, max_tokens, round)) x.error(p->key, p->message);
   };
   const bool trainer = role == "actor_train" || role == "critic";
   if (role == "sft_train" && w.use_dynamic_batching_in_train)
