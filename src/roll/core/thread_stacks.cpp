@@ -25,6 +25,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "roll/core/proc_stat.h"
+
 namespace roll::core {
 namespace {
 
@@ -228,12 +230,8 @@ void install_thread_stack_handler() {
 }
 
 std::string process_state(int pid, int tid) {
-  const std::string path = tid > 0 ? fmt::format("/proc/{}/task/{}/stat", pid, tid) : fmt::format("/proc/{}/stat", pid);
-  const std::string stat = read_first_line(path);
-  // "pid (comm) S ...": comm may hold spaces and parentheses; the state follows the last ')'.
-  const auto close = stat.rfind(')');
-  if (close == std::string::npos || close + 2 >= stat.size()) return {};
-  return state_name(stat[close + 2]);
+  const auto fields = proc_stat_fields(pid, tid);
+  return fields.empty() || fields[0].empty() ? std::string() : state_name(fields[0][0]);
 }
 
 std::vector<ThreadStack> capture_thread_stacks(std::chrono::milliseconds per_thread) {

@@ -47,8 +47,7 @@ struct DashboardServer::Impl {
                      {"metric_names", board->metric_names()},
                      {"workers", nlohmann::json::array()},
                      {"in_flight", nlohmann::json::array()},
-                     {"stalls", nlohmann::json::array()},
-                     {"pid", static_cast<int64_t>(getpid())}};
+                     {"stalls", nlohmann::json::array()}};
     j["run"]["pid"] = static_cast<int64_t>(getpid());
     std::shared_lock<std::shared_mutex> g(runtime_mu);
     if (runtime) {

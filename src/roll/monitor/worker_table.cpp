@@ -3,11 +3,10 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <fstream>
-#include <sstream>
 
 #include <fmt/format.h>
 
+#include "roll/core/proc_stat.h"
 #include "roll/core/process_memory.h"
 #include "roll/runtime/runtime.h"
 
@@ -16,19 +15,9 @@ namespace {
 
 // utime + stime of /proc/<pid>/stat in seconds.
 std::optional<double> cpu_seconds(int pid) {
-  std::ifstream in(fmt::format("/proc/{}/stat", pid));
-  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  const auto close = stat.rfind(')');
-  if (close == std::string::npos) return std::nullopt;
-  std::istringstream rest(stat.substr(close + 2));
-  std::string field;
-  double utime = 0, stime = 0;
-  // Fields after the command: state(3) ... utime(14) stime(15).
-  for (int i = 3; i <= 15 && rest >> field; ++i) {
-    if (i == 14) utime = std::stod(field);
-    if (i == 15) stime = std::stod(field);
-  }
-  return (utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
+  const auto fields = core::proc_stat_fields(pid);
+  if (fields.size() < 13) return std::nullopt;
+  return (std::stod(fields[11]) + std::stod(fields[12])) / static_cast<double>(sysconf(_SC_CLK_TCK));
 }
 
 std::string device_list(const std::vector<int>& devices) {
