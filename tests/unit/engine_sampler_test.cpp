@@ -1,11 +1,13 @@
 // The sampler on hand-made logits: raw log-probs, greedy, top-k/top-p support, repetition
-// penalty, the empirical distribution at a temperature, and reproducible draws.
+// penalty, the empirical distribution at a temperature, reproducible draws, and vocabulary-wide
+// rows against a float64 reference.
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <map>
 
+#include "roll/engine/cpu_kernels.h"
 #include "roll/engine/sampler.h"
 
 using namespace roll;
@@ -97,8 +99,8 @@ TEST(EngineSampler, DrawsDependOnSeedSampleAndPositionOnly) {
   EXPECT_NE(sample_uniform(9, 0, 4), sample_uniform(9, 0, 5));
 }
 
-TEST(EngineSampler, TopPAloneOnAFlatVocabularyFallsBackToAFullSort) {
-  // 5000 equal logits: the first 1024 candidates hold only ~20% of the mass.
+TEST(EngineSampler, TopPAloneOnAFlatVocabularyKeepsHalfOfItLowerIdsFirst) {
+  // 5000 equal logits: every token is a candidate, and the nucleus is the first 2500 ids.
   at::Tensor logits = at::zeros({1, 5000});
   SamplingParams p;
   p.temperature = 1.0;
@@ -109,4 +111,86 @@ TEST(EngineSampler, TopPAloneOnAFlatVocabularyFallsBackToAFullSort) {
     ++seen[t.token];
   }
   EXPECT_GT(seen.size(), 300u);
+}
+
+// Rows of a real vocabulary's width (the last block partial), checked against a float64 ATen
+// reference built from the same uniform draws: each drawn token's cumulative interval, in the
+// order the sampler walks (index order for the whole vocabulary, largest first for top-k/top-p),
+// must hold u within the rounding of a sum of V fp32 exponentials (relative 1e-7 each: |error| of
+// the normalised CDF <= ~1e-6, so 1e-5).
+TEST(EngineSampler, VocabularyRowsFollowAFloat64Reference) {
+  const int64_t R = 6, V = 151936 + 5;
+  at::Generator g = at::detail::createCPUGenerator(29);
+  at::Tensor logits = at::randn({R, V}, g) * 2.0;
+  logits.scatter_add_(1, at::randint(0, V, {R, 12}, g, at::kLong), at::full({R, 12}, 9.0f));
+  at::Tensor ref_lp = at::log_softmax(logits.to(at::kDouble), 1);
+  constexpr double kCdfTol = 1e-5;
+  auto check_lp = [&](int64_t r, const SampledToken& t) {
+    const double want = ref_lp[r][t.token].item<double>();
+    // fp32 result of logit - lse: a few ulp of |logit| + |lse| (< 40).
+    EXPECT_NEAR(t.logprob, want, 40 * 4 * 1.2e-7) << "row " << r << " token " << t.token;
+  };
+  struct Case {
+    double temperature, top_p;
+    int64_t top_k;
+  };
+  for (const Case c : {Case{0.0, 1.0, -1}, Case{0.8, 1.0, -1}, Case{1.0, 1.0, 40}, Case{1.0, 0.9, -1},
+                       Case{0.7, 0.95, 200}}) {
+    SamplingParams p;
+    p.temperature = c.temperature, p.top_p = c.top_p, p.top_k = c.top_k;
+    std::vector<SampleSpec> specs;
+    for (int64_t r = 0; r < R; ++r)
+      for (int64_t j = 0; j < 5; ++j) specs.push_back({r, &p, {}, 11, j, r});
+    const auto out = sample_tokens(logits, specs);
+    for (size_t i = 0; i < specs.size(); ++i) {
+      const int64_t r = specs[i].row;
+      check_lp(r, out[i]);
+      at::Tensor row = logits[r].to(at::kDouble);
+      if (c.temperature == 0) {
+        EXPECT_EQ(out[i].token, row.argmax().item<int64_t>());
+        continue;
+      }
+      const double u = sample_uniform(11, specs[i].sample_index, specs[i].position);
+      at::Tensor order = at::arange(V, at::kLong);
+      at::Tensor prob = at::softmax(row / c.temperature, 0);
+      if (c.top_k > 0 || c.top_p < 1.0) {
+        order = std::get<1>(at::sort(row, 0, /*descending=*/true));  // ties: none in random logits
+        prob = prob.index_select(0, order);
+        if (c.top_k > 0) {
+          order = order.narrow(0, 0, c.top_k);
+          prob = prob.narrow(0, 0, c.top_k);
+        }
+        prob = prob / prob.sum();
+        if (c.top_p < 1.0) {  // keep while the mass before a token is below top_p
+          at::Tensor before = prob.cumsum(0) - prob;
+          const int64_t keep = std::max<int64_t>(1, (before < c.top_p).sum().item<int64_t>());
+          order = order.narrow(0, 0, keep);
+          prob = prob.narrow(0, 0, keep);
+          prob = prob / prob.sum();
+        }
+      }
+      at::Tensor at_token = (order == out[i].token).nonzero();
+      ASSERT_EQ(at_token.numel(), 1) << "token " << out[i].token << " outside the support, row " << r;
+      const int64_t k = at_token.item<int64_t>();
+      at::Tensor cdf = prob.cumsum(0);
+      const double hi = cdf[k].item<double>(), lo = hi - prob[k].item<double>();
+      EXPECT_GE(u, lo - kCdfTol) << "row " << r << " t " << c.temperature << " k " << c.top_k << " p " << c.top_p;
+      EXPECT_LE(u, hi + kCdfTol) << "row " << r << " t " << c.temperature << " k " << c.top_k << " p " << c.top_p;
+    }
+  }
+}
+
+TEST(EngineSampler, FirstAboveFindsTheFirstLargerValue) {
+  std::vector<float> x(1000);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>((i * 37) % 101);
+  for (int64_t i0 : {0, 3, 17, 500})
+    for (float v : {50.0f, 99.0f, 100.0f, -1.0f}) {
+      int64_t want = static_cast<int64_t>(x.size());
+      for (int64_t i = i0; i < static_cast<int64_t>(x.size()); ++i)
+        if (x[i] > v) {
+          want = i;
+          break;
+        }
+      EXPECT_EQ(kernels::first_above(x.data(), i0, static_cast<int64_t>(x.size()), v), want) << i0 << " " << v;
+    }
 }

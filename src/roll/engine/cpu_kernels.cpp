@@ -243,6 +243,18 @@ AVX2 double sum_exp_avx2(const float* x, int64_t n, float shift, float scale, fl
   return s;
 }
 
+AVX2 int64_t first_above_avx2(const float* x, int64_t i, int64_t n, float v) {
+  const __m256 t = _mm256_set1_ps(v);
+  for (; i + 16 <= n; i += 16) {
+    const int lo = _mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(x + i), t, _CMP_GT_OQ));
+    const int hi = _mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(x + i + 8), t, _CMP_GT_OQ));
+    if (const int m = lo | (hi << 8)) return i + __builtin_ctz(static_cast<unsigned>(m));
+  }
+  for (; i < n; ++i)
+    if (x[i] > v) return i;
+  return n;
+}
+
 AVX2 void silu_mul_avx2(float* g, const float* u, int64_t n) {
   const __m256 one = _mm256_set1_ps(1.0f), zero = _mm256_setzero_ps();
   int64_t i = 0;
@@ -297,6 +309,13 @@ int64_t argmax_of(const float* x, int64_t n) {
   for (int64_t i = 0; i < n; ++i)
     if (x[i] == m) return i;
   return std::max_element(x, x + n) - x;  // NaN rows
+}
+
+int64_t first_above(const float* x, int64_t i0, int64_t i1, float v) {
+  if (kAvx2) return first_above_avx2(x, i0, i1, v);
+  for (int64_t i = i0; i < i1; ++i)
+    if (x[i] > v) return i;
+  return i1;
 }
 
 double sum_exp(const float* x, int64_t n, float shift, float scale, float* out) {

@@ -31,6 +31,9 @@ int64_t argmax_of(const float* x, int64_t n);  // first index of the maximum
 // sum_i exp((x[i] - shift) * scale), accumulated in double per lane; `out` (optional) receives
 // the terms. exp is a Cephes-style polynomial (relative error ~1e-7) under AVX2.
 double sum_exp(const float* x, int64_t n, float shift, float scale, float* out = nullptr);
+// First index i in [i0, i1) with x[i] > v, else i1: the sampler's top-k filter skips the values
+// at or below the smallest one kept, 16 at a time.
+int64_t first_above(const float* x, int64_t i0, int64_t i1, float v);
 
 // y[m * ldy + j] = sum_k x[m * K + k] * w[j * K + k] for m < M and rows j in [n0, n1) of w.
 // Reads each weight row once for all M rows of x: for M up to ~16 this is bound by weight
