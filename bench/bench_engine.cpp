@@ -5,7 +5,9 @@
 //     beside a contiguous-cache baseline (one preallocated [B, Hkv, T, D] cache per layer,
 //     attention by ATen matmuls, the conventional layout) at the same batch sizes, and a
 //     recompute-without-cache baseline (every step runs the whole sequence) at batch 1 and 8;
-//   - prefill tokens/s of one 512-token prompt.
+//   - prefill tokens/s of one 512-token prompt;
+//   - for each paged decode point, an "engine_step_profile" line: milliseconds per decode step by
+//     phase (the forward's products, attention, norms, RoPE, SwiGLU, the sampler, scheduling).
 // Baselines run the same ModelRunner (same matrix products), so they isolate the KV-cache design.
 // Each point stops after --max-seconds (default 60) and says so ("capped": true).
 //
@@ -54,6 +56,12 @@ std::vector<std::string> split(const std::string& s) {
   std::stringstream ss(s);
   for (std::string item; std::getline(ss, item, ',');) out.push_back(item);
   return out;
+}
+
+std::string fmt_ms(const char* name, double ms) {
+  char buf[96];
+  std::snprintf(buf, sizeof buf, "\"%s\":%.3f", name, ms);
+  return buf;
 }
 
 const char* dtype_name(at::ScalarType t) { return t == at::kBFloat16 ? "bf16" : "fp32"; }
@@ -163,6 +171,31 @@ void print_point(const char* bench, const std::string& preset, at::ScalarType dt
   std::fflush(stdout);
 }
 
+// Where the timed decode steps of one point went, in milliseconds per step: the forward by phase,
+// the sampler's passes, the rest of output processing and scheduling; `other` is the step time
+// none of them covers (the loop around the steps).
+void print_step_profile(const std::string& preset, at::ScalarType dtype, int threads, int64_t batch, int64_t steps,
+                        double seconds, const engine::StepStats& sum) {
+  if (steps == 0) return;
+  const double per = 1e3 / static_cast<double>(steps);
+  std::string phases;
+  double forward_phases = 0;
+  for (size_t i = 0; i < engine::kNumStepPhases; ++i) {
+    const double s = sum.forward_phases.seconds[i];
+    forward_phases += s;
+    phases += fmt_ms(engine::step_phase_name(static_cast<engine::StepPhase>(i)), s * per) + ",";
+  }
+  phases += fmt_ms("forward_rest", (sum.forward_s - forward_phases) * per) + ",";
+  phases += fmt_ms("sampler", sum.draw_s * per) + ",";
+  phases += fmt_ms("output", (sum.sample_s - sum.draw_s) * per) + ",";
+  phases += fmt_ms("schedule", sum.schedule_s * per) + ",";
+  phases += fmt_ms("other", (seconds - sum.forward_s - sum.sample_s - sum.schedule_s) * per);
+  std::printf("{\"bench\":\"engine_step_profile\",\"preset\":\"%s\",\"dtype\":\"%s\",\"threads\":%d,\"impl\":\"paged\","
+              "\"batch\":%ld,\"steps\":%ld,\"step_ms\":%.3f,\"phases_ms\":{%s},\"load1\":%.2f}\n",
+              preset.c_str(), dtype_name(dtype), threads, batch, steps, seconds * per, phases.c_str(), load1());
+  std::fflush(stdout);
+}
+
 engine::EngineConfig engine_config(const Options& o, int64_t batch, int64_t max_len, bool prefix) {
   engine::EngineConfig c;
   c.block_size = 16;
@@ -190,17 +223,24 @@ void bench_engine_decode(const Options& o, const std::string& preset, std::share
   }
   int64_t first = 0;
   while (first < B) first += eng.step().num_sampled;
-  int64_t tokens = 0;
+  int64_t tokens = 0, steps = 0;
   bool capped = false;
+  engine::StepStats sum;
   auto t0 = Clock::now();
   while (eng.has_unfinished()) {
-    tokens += eng.step().num_sampled;
+    const engine::StepStats st = eng.step();
+    tokens += st.num_sampled;
+    ++steps;
+    sum.schedule_s += st.schedule_s, sum.forward_s += st.forward_s, sum.sample_s += st.sample_s;
+    sum.draw_s += st.draw_s, sum.forward_phases += st.forward_phases;
     if (since(t0) > o.max_seconds) {
       capped = true;
       break;
     }
   }
-  print_point("engine_decode", preset, m->dtype(), o.threads, "paged", B, o.prompt, tokens, since(t0), capped);
+  const double seconds = since(t0);
+  print_point("engine_decode", preset, m->dtype(), o.threads, "paged", B, o.prompt, tokens, seconds, capped);
+  print_step_profile(preset, m->dtype(), o.threads, B, steps, seconds, sum);
 }
 
 void bench_contiguous_decode(const Options& o, const std::string& preset, std::shared_ptr<model::Transformer> m,

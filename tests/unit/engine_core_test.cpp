@@ -6,6 +6,7 @@
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <set>
 
 #include "roll/core/error.h"
@@ -184,6 +185,75 @@ TEST(EngineCore, SampledLogProbsEqualTrainingForward) {
       EXPECT_LT((train - infer).abs().max().item<float>(), 1e-4) << "temperature " << temps[i];
     }
   EXPECT_GT(distinct.size(), 20u) << "sampling should not collapse to a few tokens";
+}
+
+// The bf16 engine (its products round each input row to bf16 once and accumulate in fp32) against
+// the fp32 training forward over the same bf16 weights widened: the only difference is that
+// rounding, relative u = 2^-9 on each product input. A product's error is then at most
+// u * sum |x_i w_i|; over the 2 layers' 7 products and the LM head, with the residual stream
+// carrying it forward, a logit moves by a few u * (L + 1) times its scale, and a log-prob by at
+// most twice the largest logit move: 2 * 8 * u * 3 ~ 0.1 at logit scale 1. The ratio ROLL reports,
+// exp(train - infer), then stays within a few percent of 1 on every token.
+TEST(EngineCore, Bf16SampledLogProbsAgreeWithTheTrainingForward) {
+  auto bf16 = Transformer::random(test_config(), at::kBFloat16, 5, 0.1);
+  auto fp32 = Transformer::random(test_config(), at::kFloat, 5, 0.1);
+  {
+    at::NoGradGuard g;
+    for (const auto& [name, t] : fp32->named_parameters()) t.copy_(bf16->parameter(name).to(at::kFloat));
+  }
+  EngineCore engine(bf16, small_engine());
+  std::vector<GenerationRequest> reqs;
+  for (int i = 0; i < 3; ++i) {
+    GenerationRequest r;
+    r.request_id = "b" + std::to_string(i);
+    r.prompt_token_ids = random_tokens(6 + 5 * i, 70 + i);
+    r.params.temperature = 1.0;
+    r.params.n = 2;
+    r.params.max_new_tokens = 12;
+    r.params.seed = 3 + i;
+    reqs.push_back(r);
+  }
+  auto outs = engine.generate(reqs);
+  at::NoGradGuard g;
+  const double u = std::ldexp(1.0, -9), layers = 2, bound = 2 * 8 * u * (layers + 1);
+  double worst = 0;
+  for (size_t i = 0; i < outs.size(); ++i)
+    for (const auto& s : outs[i].samples) {
+      std::vector<int64_t> ids(reqs[i].prompt_token_ids.begin(), reqs[i].prompt_token_ids.end());
+      ids.insert(ids.end(), s.token_ids.begin(), s.token_ids.end());
+      const int64_t T = static_cast<int64_t>(ids.size()), P = static_cast<int64_t>(reqs[i].prompt_token_ids.size());
+      at::Tensor t = at::tensor(ids, at::kLong).unsqueeze(0);
+      at::Tensor lp = fp32->token_log_probs(t, at::ones_like(t), at::arange(T, at::kLong).unsqueeze(0)).log_probs[0];
+      at::Tensor train = lp.slice(0, P - 1, T - 1).to(at::kDouble);
+      at::Tensor infer = at::tensor(s.logprobs).to(at::kDouble);
+      ASSERT_EQ(train.numel(), infer.numel());
+      worst = std::max(worst, (train - infer).abs().max().item<double>());
+      at::Tensor ratio = at::exp(train - infer);
+      EXPECT_LT((ratio - 1).abs().max().item<double>(), std::exp(bound) - 1) << "request " << i;
+    }
+  EXPECT_LT(worst, bound);
+  EXPECT_GT(worst, 0.0) << "bf16 products that agree bit for bit with fp32 ones are not rounding their inputs";
+}
+
+TEST(EngineCore, StepStatsSplitTheForwardByPhase) {
+  EngineCore engine(Transformer::random(test_config(), at::kFloat, 2, 0.1), small_engine());
+  GenerationRequest r;
+  r.request_id = "p";
+  r.prompt_token_ids = random_tokens(20, 4);
+  r.params.max_new_tokens = 3;
+  engine.add_request(r);
+  while (engine.has_unfinished()) {
+    const StepStats st = engine.step();
+    double phases = 0;
+    for (double s : st.forward_phases.seconds) {
+      EXPECT_GE(s, 0.0);
+      phases += s;
+    }
+    EXPECT_LE(phases, st.forward_s) << "the phases are parts of the forward";
+    for (StepPhase p : {StepPhase::qkv, StepPhase::attention, StepPhase::gate_up, StepPhase::down, StepPhase::lm_head})
+      EXPECT_GT(st.forward_phases[p], 0.0) << step_phase_name(p);
+    EXPECT_LE(st.draw_s, st.sample_s) << "the sampler is part of output processing";
+  }
 }
 
 TEST(EngineCore, SamplesShareThePromptBlocks) {

@@ -250,10 +250,11 @@ struct EngineCore::Impl {
   }
 
   // The forward over the step's tokens: logits of the sampled rows only.
-  at::Tensor execute_model(StepInputs& in) {
+  at::Tensor execute_model(StepInputs& in, StepPhaseSeconds& phases) {
     at::NoGradGuard no_grad;
     attention->set_step(&in.meta);
-    at::Tensor logits = runner.forward(in.tokens, in.positions, *attention, at::tensor(in.sample_rows, at::kLong));
+    at::Tensor logits =
+        runner.forward(in.tokens, in.positions, *attention, at::tensor(in.sample_rows, at::kLong), &phases);
     attention->set_step(nullptr);
     return logits;
   }
@@ -279,7 +280,9 @@ struct EngineCore::Impl {
                          seq->num_generated()});
       }
     }
+    const auto draw_start = std::chrono::steady_clock::now();
     std::vector<SampledToken> drawn = sample_tokens(logits, specs);
+    stats.draw_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - draw_start).count();
     stats.num_sampled = static_cast<int64_t>(drawn.size());
 
     size_t k = 0;
@@ -328,7 +331,7 @@ struct EngineCore::Impl {
     cache->copy_blocks(so.copies);
     StepInputs in = prepare_inputs(so);
     stats.schedule_s = lap();
-    const at::Tensor logits = execute_model(in);
+    const at::Tensor logits = execute_model(in, stats.forward_phases);
     stats.forward_s = lap();
     update_from_output(so, in, logits, stats);
     stats.sample_s = lap();

@@ -17,6 +17,7 @@
 #include "roll/engine/engine_config.h"
 #include "roll/engine/kv_cache_manager.h"
 #include "roll/core/generation.h"
+#include "roll/engine/step_phases.h"
 #include "roll/model/safetensors.h"
 
 namespace roll::model {
@@ -35,6 +36,8 @@ struct StepStats {
   double schedule_s = 0;        // wall time: scheduling and batch building,
   double forward_s = 0;         //   the model forward (attention included),
   double sample_s = 0;          //   sampling and output processing
+  double draw_s = 0;            //   of which the sampler's passes over the logits
+  StepPhaseSeconds forward_phases;  // forward_s by phase
 };
 
 class EngineCore {

@@ -100,33 +100,51 @@ ModelRunner::ModelRunner(std::shared_ptr<const model::Transformer> model) : mode
 }
 
 at::Tensor ModelRunner::forward(const at::Tensor& tokens, const at::Tensor& positions, model::AttentionBackend& attn,
-                                const at::Tensor& sample_rows) const {
+                                const at::Tensor& sample_rows, StepPhaseSeconds* phases) const {
   const auto& c = model_->config();
   const int64_t N = tokens.size(0), Hq = c.num_attention_heads, Hkv = c.num_key_value_heads, D = c.head_dim;
+  StepPhaseSeconds unused;
+  StepPhaseClock clock(phases ? *phases : unused);
+  using P = StepPhase;
   at::Tensor x = at::embedding(embed_, tokens).to(at::kFloat).contiguous();  // [N, H]
   at::Tensor angles = positions.to(at::kFloat).unsqueeze(-1) * inv_freq_;    // [N, D/2]
   at::Tensor cos = angles.cos(), sin = angles.sin();
+  clock.mark(P::embed);
   for (size_t i = 0; i < layers_.size(); ++i) {
     const LayerWeights& L = layers_[i];
     at::Tensor h = rms_norm(x, L.in_norm, c.rms_norm_eps);
+    clock.mark(P::norm);
     std::vector<at::Tensor> qkv = engine::linear_shared_input(h, {L.q_w, L.k_w, L.v_w}, {L.q_b, L.k_b, L.v_b});
+    clock.mark(P::qkv);
     at::Tensor q = qkv[0].view({N, Hq, D}), k = qkv[1].view({N, Hkv, D}), v = qkv[2].view({N, Hkv, D});
     if (c.qk_norm) {
       q = rms_norm(q, L.q_norm, c.rms_norm_eps);
       k = rms_norm(k, L.k_norm, c.rms_norm_eps);
+      clock.mark(P::norm);
     }
     apply_rope_(q, cos, sin);
     apply_rope_(k, cos, sin);
+    clock.mark(P::rope);
     at::Tensor a = attn.attend(static_cast<int64_t>(i), q, k, v);
+    clock.mark(P::attention);
     x.add_(engine::linear(a.contiguous(), L.o_w));
+    clock.mark(P::o_proj);
     h = rms_norm(x, L.post_norm, c.rms_norm_eps);
+    clock.mark(P::norm);
     std::vector<at::Tensor> gate_up = engine::linear_shared_input(h, {L.gate_w, L.up_w});
+    clock.mark(P::gate_up);
     at::Tensor& gate = gate_up[0];
     silu_mul_(gate, gate_up[1]);
+    clock.mark(P::swiglu);
     x.add_(engine::linear(gate, L.down_w));
+    clock.mark(P::down);
   }
   at::Tensor rows = x.index_select(0, sample_rows);
-  return engine::linear(rms_norm(rows, norm_, c.rms_norm_eps).contiguous(), head_);
+  at::Tensor normed = rms_norm(rows, norm_, c.rms_norm_eps).contiguous();
+  clock.mark(P::norm);
+  at::Tensor logits = engine::linear(normed, head_);
+  clock.mark(P::lm_head);
+  return logits;
 }
 
 }  // namespace roll::engine

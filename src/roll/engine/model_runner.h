@@ -9,6 +9,7 @@
 #include <memory>
 #include <vector>
 
+#include "roll/engine/step_phases.h"
 #include "roll/model/transformer.h"
 
 namespace roll::engine {
@@ -18,9 +19,10 @@ class ModelRunner {
   explicit ModelRunner(std::shared_ptr<const model::Transformer> model);
 
   // tokens, positions [N] int64; attention through `attn`; logits [rows, vocab] fp32 of the
-  // hidden states at `sample_rows` (indices into the N tokens).
+  // hidden states at `sample_rows` (indices into the N tokens). With `phases`, the wall time of
+  // each phase of the forward is added to it.
   at::Tensor forward(const at::Tensor& tokens, const at::Tensor& positions, model::AttentionBackend& attn,
-                     const at::Tensor& sample_rows) const;
+                     const at::Tensor& sample_rows, StepPhaseSeconds* phases = nullptr) const;
 
   const model::ModelConfig& config() const { return model_->config(); }
   const model::Transformer& model() const { return *model_; }
