@@ -85,13 +85,25 @@ DPBF16 void tile_rows(int64_t mt, const uint16_t* x, int64_t xs, int64_t K, cons
 
 // One weight row against MT rows of x (up to 4): the weights stream through memory as one
 // sequence, front to back, which the hardware prefetchers follow at the full read rate; the x
-// rows stay in L1.
+// rows stay in L1. Below 4 rows of x, each row keeps two accumulators (even and odd 32-element
+// steps): one chain of vdpbf16ps would wait on its latency every step, which on a long row (the
+// down product's 4864) is more than the out-of-order window hides.
 template <int MT>
 DPBF16 void row(const uint16_t* x, int64_t xs, int64_t K, const uint16_t* w, float* y, int64_t ldy) {
-  __m512 acc[MT];
+  constexpr int kChains = MT < 4 ? 2 : 1;
+  __m512 acc[MT], odd[MT];
 #pragma GCC unroll 4
-  for (int m = 0; m < MT; ++m) acc[m] = _mm512_setzero_ps();
+  for (int m = 0; m < MT; ++m) acc[m] = odd[m] = _mm512_setzero_ps();
   int64_t k = 0;
+  if constexpr (kChains == 2)
+    for (; k + 64 <= K; k += 64) {
+      const __m512i w0 = _mm512_loadu_si512(w + k), w1 = _mm512_loadu_si512(w + k + 32);
+#pragma GCC unroll 4
+      for (int m = 0; m < MT; ++m) {
+        acc[m] = dp(acc[m], _mm512_loadu_si512(x + m * xs + k), w0);
+        odd[m] = dp(odd[m], _mm512_loadu_si512(x + m * xs + k + 32), w1);
+      }
+    }
   for (; k + 32 <= K; k += 32) {
     const __m512i wv = _mm512_loadu_si512(w + k);
 #pragma GCC unroll 4
@@ -102,6 +114,9 @@ DPBF16 void row(const uint16_t* x, int64_t xs, int64_t K, const uint16_t* w, flo
 #pragma GCC unroll 4
     for (int m = 0; m < MT; ++m) acc[m] = dp(acc[m], _mm512_loadu_si512(x + m * xs + k), wv);
   }
+  if constexpr (kChains == 2)
+#pragma GCC unroll 4
+    for (int m = 0; m < MT; ++m) acc[m] = _mm512_add_ps(acc[m], odd[m]);
   int m = 0;
   for (; m + 4 <= MT; m += 4) {
     float s[4];
