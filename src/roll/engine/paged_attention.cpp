@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cmath>
 #include <limits>
+#include <type_traits>
 
 #include "roll/core/error.h"
 #include "roll/core/parallel_for.h"
@@ -31,13 +32,15 @@ void attend_task(const Task& task, const AttentionMetadata& m, const Shapes& sh,
                  const T* vc, float* out, std::vector<float>& buf) {
   const int64_t g = sh.group, D = sh.D, bs = sh.block_size;
   const int64_t rows = (task.i1 - task.i0) * g;
-  buf.resize(rows * (2 * D + bs + 3));
+  buf.resize(rows * (2 * D + bs + 3) + 2 * bs * D);
   float* qs = buf.data();        // scaled queries [rows, D]
   float* acc = qs + rows * D;    // weighted values [rows, D]
   float* sc = acc + rows * D;    // scores of one block [rows, bs]
   float* mx = sc + rows * bs;    // running max
   float* sum = mx + rows;        // running denominator
   float* qpos = sum + rows;      // query positions (as float: compared with key positions)
+  float* kf = qpos + rows;       // a bf16 block's keys and values widened once for all rows [bs, D]
+  float* vf = kf + bs * D;
   const int64_t base = m.ctx_len[task.seq] - m.q_len[task.seq];  // position of the sequence's first query
   const float scale = 1.0f / std::sqrt(static_cast<float>(D));
   for (int64_t r = 0; r < rows; ++r) {
@@ -55,12 +58,23 @@ void attend_task(const Task& task, const AttentionMetadata& m, const Shapes& sh,
   for (int64_t blk = 0; blk * bs < keys; ++blk) {
     const int64_t n = std::min(bs, keys - blk * bs);
     const int64_t first = (static_cast<int64_t>(table[blk]) * bs * sh.Hkv + task.head) * D;
-    const T* kb = kc + first;
-    const T* vb = vc + first;
+    const float* kb;
+    const float* vb;
+    int64_t stride = token_stride;
+    if constexpr (std::is_same_v<T, float>) {
+      kb = kc + first;
+      vb = vc + first;
+    } else {  // the group's rows all read this block: widen it once, not once per row
+      for (int64_t t = 0; t < n; ++t) {
+        kernels::bf16_to_float(kc + first + t * token_stride, kf + t * D, D);
+        kernels::bf16_to_float(vc + first + t * token_stride, vf + t * D, D);
+      }
+      kb = kf, vb = vf, stride = D;
+    }
     const int64_t first_pos = blk * bs;
     for (int64_t r = 0; r < rows; ++r) {
       float* s = sc + r * bs;
-      kernels::dots(qs + r * D, kb, token_stride, n, D, s);
+      kernels::dots(qs + r * D, kb, stride, n, D, s);
       // Causal mask: only the last blocks of a prefill chunk reach past a query.
       for (int64_t t = std::max<int64_t>(0, static_cast<int64_t>(qpos[r]) + 1 - first_pos); t < n; ++t)
         s[t] = -std::numeric_limits<float>::infinity();
@@ -76,7 +90,7 @@ void attend_task(const Task& task, const AttentionMetadata& m, const Shapes& sh,
         mx[r] = bm;
       }
       sum[r] += static_cast<float>(kernels::sum_exp(s, n, mx[r], 1.0f, s));  // s <- exp(s - max)
-      kernels::weighted_sum(acc + r * D, s, vb, token_stride, n, D);
+      kernels::weighted_sum(acc + r * D, s, vb, stride, n, D);
     }
   }
   for (int64_t r = 0; r < rows; ++r) {
