@@ -37,6 +37,16 @@ std::vector<int32_t> random_tokens(int64_t n, uint64_t seed, int64_t vocab = 384
   return std::vector<int32_t>(t.data_ptr<int64_t>(), t.data_ptr<int64_t>() + n);
 }
 
+// The training forward's log-probs [generated] of a sample's tokens after its prompt.
+at::Tensor training_log_probs(const Transformer& model, const std::vector<int32_t>& prompt,
+                              const std::vector<int32_t>& generated) {
+  std::vector<int64_t> ids(prompt.begin(), prompt.end());
+  ids.insert(ids.end(), generated.begin(), generated.end());
+  const int64_t T = static_cast<int64_t>(ids.size()), P = static_cast<int64_t>(prompt.size());
+  at::Tensor t = at::tensor(ids, at::kLong).unsqueeze(0);
+  return model.token_log_probs(t, at::ones_like(t), at::arange(T, at::kLong).unsqueeze(0)).log_probs[0].slice(0, P - 1, T - 1);
+}
+
 // Greedy decoding with the plain forward over the whole sequence each step (no cache at all).
 std::vector<int32_t> reference_greedy(const Transformer& m, std::vector<int32_t> ids, int64_t new_tokens) {
   at::NoGradGuard g;
@@ -171,13 +181,8 @@ TEST(EngineCore, SampledLogProbsEqualTrainingForward) {
   std::set<int32_t> distinct;
   for (size_t i = 0; i < outs.size(); ++i)
     for (const auto& s : outs[i].samples) {
-      std::vector<int64_t> ids(reqs[i].prompt_token_ids.begin(), reqs[i].prompt_token_ids.end());
-      ids.insert(ids.end(), s.token_ids.begin(), s.token_ids.end());
       distinct.insert(s.token_ids.begin(), s.token_ids.end());
-      const int64_t T = static_cast<int64_t>(ids.size()), P = static_cast<int64_t>(reqs[i].prompt_token_ids.size());
-      at::Tensor t = at::tensor(ids, at::kLong).unsqueeze(0);
-      at::Tensor lp = model->token_log_probs(t, at::ones_like(t), at::arange(T, at::kLong).unsqueeze(0)).log_probs[0];
-      at::Tensor train = lp.slice(0, P - 1, T - 1);
+      at::Tensor train = training_log_probs(*model, reqs[i].prompt_token_ids, s.token_ids);
       at::Tensor infer = at::tensor(s.logprobs);
       ASSERT_EQ(train.numel(), infer.numel());
       // The engine's paged fp32 forward vs the padded one: ~16 fp32 reductions of ~64 terms in quadrature,
@@ -219,12 +224,7 @@ TEST(EngineCore, Bf16SampledLogProbsAgreeWithTheTrainingForward) {
   double worst = 0;
   for (size_t i = 0; i < outs.size(); ++i)
     for (const auto& s : outs[i].samples) {
-      std::vector<int64_t> ids(reqs[i].prompt_token_ids.begin(), reqs[i].prompt_token_ids.end());
-      ids.insert(ids.end(), s.token_ids.begin(), s.token_ids.end());
-      const int64_t T = static_cast<int64_t>(ids.size()), P = static_cast<int64_t>(reqs[i].prompt_token_ids.size());
-      at::Tensor t = at::tensor(ids, at::kLong).unsqueeze(0);
-      at::Tensor lp = fp32->token_log_probs(t, at::ones_like(t), at::arange(T, at::kLong).unsqueeze(0)).log_probs[0];
-      at::Tensor train = lp.slice(0, P - 1, T - 1).to(at::kDouble);
+      at::Tensor train = training_log_probs(*fp32, reqs[i].prompt_token_ids, s.token_ids).to(at::kDouble);
       at::Tensor infer = at::tensor(s.logprobs).to(at::kDouble);
       ASSERT_EQ(train.numel(), infer.numel());
       worst = std::max(worst, (train - infer).abs().max().item<double>());

@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
-#include <numeric>
 
 #include "roll/core/parallel_for.h"
 #include "roll/core/rng.h"
