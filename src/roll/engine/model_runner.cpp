@@ -35,18 +35,14 @@ at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& w, double eps) {
   const int64_t H = x.size(-1), rows = x.numel() / H;
   at::Tensor y = at::empty_like(x);
   thread_local std::vector<float> widened;
+  at::Tensor wf = w.scalar_type() == at::kBFloat16 ? w.contiguous() : w.to(at::kFloat).contiguous();
   const float* wp;
-  if (w.scalar_type() == at::kFloat && w.is_contiguous()) {
-    wp = w.data_ptr<float>();
-  } else if (w.scalar_type() == at::kBFloat16 && w.is_contiguous()) {
+  if (wf.scalar_type() == at::kBFloat16) {
     widened.resize(H);
-    kernels::bf16_to_float(reinterpret_cast<const uint16_t*>(w.data_ptr<at::BFloat16>()), widened.data(), H);
+    kernels::bf16_to_float(reinterpret_cast<const uint16_t*>(wf.data_ptr<at::BFloat16>()), widened.data(), H);
     wp = widened.data();
   } else {
-    widened.resize(H);
-    at::Tensor wf = w.to(at::kFloat).contiguous();
-    std::copy(wf.data_ptr<float>(), wf.data_ptr<float>() + H, widened.begin());
-    wp = widened.data();
+    wp = wf.data_ptr<float>();
   }
   const float* xp = x.data_ptr<float>();
   float* yp = y.data_ptr<float>();
