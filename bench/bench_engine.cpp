@@ -13,7 +13,7 @@
 //
 //   bench_engine [--threads 2] [--presets small,qwen2.5-0.5b-shape] [--dtypes fp32,bf16]
 //                [--batches 1,8,64,256] [--max-seconds 60] [--smoke]
-//                [--bf16-products native|aten|widened]
+//                [--bf16-products native|aten|split|widened]
 // A "kernels" line says which matrix-product path the engine takes on this CPU; --bf16-products
 // forces the large-M bf16 path (native: AMX tiles where the CPU has them, else the vdpbf16ps
 // pair kernel; aten: ATen's bf16 product instead of either; native needs AVX512-BF16 or AMX,
@@ -357,7 +357,7 @@ int main(int argc, char** argv) {
     else if (a == "--bf16-products") {
       const std::string v = next();
       if (!engine::select_bf16_products(v)) {
-        std::fprintf(stderr, "--bf16-products is native, aten or widened, not '%s'\n", v.c_str());
+        std::fprintf(stderr, "--bf16-products is native, aten, split or widened, not '%s'\n", v.c_str());
         return 2;
       }
     }

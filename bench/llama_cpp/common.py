@@ -46,3 +46,12 @@ def ensure_model(roll, gguf_py, work, preset, dtype):
         run([roll, "model", "init", "--preset", preset, "--dtype", dtype, "--seed", "1", "--out", d])
         run(["/usr/bin/python3", os.path.join(os.path.dirname(__file__), "write_gguf.py"), gguf_py, d, d + ".gguf"])
     return d
+
+
+def ensure_gguf_as(gguf_py, model_dir, dtype):
+    """The same model's matrices as `dtype` (f16 or f32) for llama.cpp (write_gguf.py --as); made on first use."""
+    out = f"{model_dir}-as-{dtype}.gguf"
+    if not os.path.exists(out):
+        run(["/usr/bin/python3", os.path.join(os.path.dirname(__file__), "write_gguf.py"), gguf_py, model_dir, out,
+             "--as", dtype])
+    return out

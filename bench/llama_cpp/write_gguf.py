@@ -1,12 +1,18 @@
 #!/usr/bin/python3
 """Writes the model directory `roll model init` wrote (Qwen2, safetensors) as a GGUF file for llama.cpp.
 
-    write_gguf.py GGUF_PY_DIR MODEL_DIR OUT.gguf
+    write_gguf.py GGUF_PY_DIR MODEL_DIR OUT.gguf [--as f16|f32]
 
 GGUF_PY_DIR: the gguf-py folder of the llama.cpp tree bench/llama_cpp/compare.sh builds (its writer
 needs only numpy). Tensors are copied bit for bit (bf16 stays bf16, fp32 stays fp32), so both
 engines run the same weights; the vocabulary is the model's tokenizer.json (byte-level BPE), padded
 to the embedding's rows as llama.cpp's own converter pads it.
+
+--as f16 writes the matrices as IEEE half instead (each value rounded to nearest), --as f32 widens
+them to fp32 (exactly): on CPUs without bf16 instructions llama.cpp's fastest unquantised type may
+be F16 (F16C converts it in one instruction) or, where products are compute-bound, F32, so the
+comparison can run them beside BF16. f16 values differ from the bf16 model's by at most half a
+unit of f16's last place.
 """
 import json
 import os
@@ -19,6 +25,9 @@ sys.path.insert(0, sys.argv[1])
 import gguf  # noqa: E402
 
 MODEL, OUT = sys.argv[2], sys.argv[3]
+AS = sys.argv[5] if len(sys.argv) > 5 and sys.argv[4] == "--as" else None
+if AS not in (None, "f16", "f32"):
+    sys.exit(f"--as {AS}: expected f16 or f32")
 cfg = json.load(open(os.path.join(MODEL, "config.json")))
 if cfg.get("model_type") != "qwen2":
     sys.exit(f"{MODEL}: model_type {cfg.get('model_type')!r}; this writer handles qwen2 (the 0.5B shape)")
@@ -75,8 +84,17 @@ w.add_head_count_kv(cfg["num_key_value_heads"])
 w.add_rope_freq_base(cfg["rope_theta"])
 w.add_layer_norm_rms_eps(cfg["rms_norm_eps"])
 tensors = safetensors(os.path.join(MODEL, "model.safetensors"))
-file_type = gguf.LlamaFileType.MOSTLY_BF16 if any(t == gguf.GGMLQuantizationType.BF16 for _, t in tensors.values()) \
-    else gguf.LlamaFileType.ALL_F32
+if AS:
+    for name, (array, kind) in list(tensors.items()):
+        if array.ndim == 2:
+            wide = (array.astype(np.uint32) << 16).view(np.float32) if kind == gguf.GGMLQuantizationType.BF16 else array
+            tensors[name] = (wide.astype(np.float16), gguf.GGMLQuantizationType.F16) if AS == "f16" \
+                else (wide, gguf.GGMLQuantizationType.F32)
+    file_type = gguf.LlamaFileType.MOSTLY_F16 if AS == "f16" else gguf.LlamaFileType.ALL_F32
+elif any(t == gguf.GGMLQuantizationType.BF16 for _, t in tensors.values()):
+    file_type = gguf.LlamaFileType.MOSTLY_BF16
+else:
+    file_type = gguf.LlamaFileType.ALL_F32
 w.add_file_type(file_type)
 
 vocab = gguf.BpeVocab(gguf.Path(MODEL))

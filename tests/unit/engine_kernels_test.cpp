@@ -1,5 +1,5 @@
 // The engine's compute kernels against plain ATen: the matrix product on every path the CPU has
-// (gemv, weight streaming, bf16 tiles + BLAS, native bf16 products), and paged attention (prefill chunks and decodes over
+// (gemv, weight streaming, the AVX2 split kernel, bf16 tiles + BLAS, native bf16 products), and paged attention (prefill chunks and decodes over
 // scattered blocks) against dense causal attention.
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
@@ -93,6 +93,18 @@ TEST(EngineKernels, LinearMatchesAtenOnEveryPath) {
         EXPECT_TRUE(((yn - refn).abs() <= refn.abs() * std::ldexp(1.0, -8) + 1e-4).all().item<bool>()) << "M=" << M;
       }
     }
+  roll::engine::linear_native_bf16() = saved;
+  // Without native bf16, small batches on rows over 2048 take the AVX2 split kernel (the default)
+  // or the streaming kernel (--bf16-products widened); both against ATen: fp32 sums of 2100
+  // terms, |y| <~ 100: sqrt(2100)*eps*100 ~ 5e-4 -> 3e-3.
+  for (const char* mode : {"split", "widened"}) {
+    ASSERT_TRUE(roll::engine::select_bf16_products(mode));
+    for (int64_t M : {2, 5, 12}) {
+      at::Tensor x = at::randn({M, 2100}), w = at::randn({40, 2100}).to(at::kBFloat16);
+      EXPECT_LT(max_abs_diff(roll::engine::linear(x, w), at::linear(x, w.to(at::kFloat))), 3e-3) << mode << " M=" << M;
+    }
+  }
+  ASSERT_TRUE(roll::engine::select_bf16_products("native"));
   roll::engine::linear_native_bf16() = saved;
   // No rows (a step that samples nothing): an empty product on every path, nothing read.
   for (at::ScalarType dt : {at::kFloat, at::kBFloat16}) {
@@ -232,6 +244,30 @@ TEST(EngineKernels, Fp32StreamingKernelsMatchAtenOnLongRows) {
       kernels::matmul_wt_avx512(x.data_ptr<float>(), M, K, w.data_ptr<float>(), 0, N, y.data_ptr<float>(), N);
       EXPECT_LT(max_abs_diff(y, ref), 3e-3) << "AVX-512, M=" << M;
     }
+  }
+}
+
+// The AVX2 kernel over x split in even and odd elements, called directly: K = 2100 leaves a tail
+// of 4 past the last block of 16, N = 37 ends in a part tile, M = 70 spans two chunks of 64 rows,
+// and rows 5..29 alone leave the other outputs untouched. Against ATen's fp32 product of the same
+// bf16 weights: fp32 sums of 2100 terms |x w| <~ 10 in other orders, |y| <~ 100:
+// sqrt(2100)*eps*100 ~ 5e-4 -> 3e-3.
+TEST(EngineKernels, SplitKernelMatchesAtenOnLongRows) {
+  if (!kernels::have_avx2()) GTEST_SKIP() << "this CPU has no AVX2";
+  at::manual_seed(5);
+  for (int64_t M : {1, 2, 4, 5, 13, 70}) {
+    const int64_t K = 2100, N = 37;
+    at::Tensor x = at::randn({M, K}), w = at::randn({N, K}).to(at::kBFloat16);
+    std::vector<float> xs(static_cast<size_t>(M * kernels::x_split_stride(K)));
+    kernels::split_x_even_odd(x.data_ptr<float>(), M, K, xs.data());
+    const auto* wp = reinterpret_cast<const uint16_t*>(w.data_ptr<at::BFloat16>());
+    const at::Tensor ref = at::linear(x, w.to(at::kFloat));
+    at::Tensor y = at::full({M, N}, NAN);
+    kernels::matmul_wt_split(xs.data(), M, K, wp, 5, 29, y.data_ptr<float>(), N);
+    EXPECT_LT(max_abs_diff(y.narrow(1, 5, 24), ref.narrow(1, 5, 24)), 3e-3) << "M=" << M;
+    EXPECT_TRUE(y.narrow(1, 0, 5).isnan().all().item<bool>() && y.narrow(1, 29, 8).isnan().all().item<bool>());
+    kernels::matmul_wt_split(xs.data(), M, K, wp, 0, N, y.data_ptr<float>(), N);
+    EXPECT_LT(max_abs_diff(y, ref), 3e-3) << "M=" << M;
   }
 }
 

@@ -46,6 +46,15 @@ void matmul_wt(const float* x, int64_t M, int64_t K, const uint16_t* w_bf16, int
 void matmul_wt_avx512(const float* x, int64_t M, int64_t K, const float* w, int64_t n0, int64_t n1, float* y,
                       int64_t ldy);
 
+// The bf16 product for batches of rows on AVX2 (call only where have_avx2()): x split once by
+// split_x_even_odd into rows of x_split_stride(K) floats in which each block of 16 k holds its 8
+// even then its 8 odd elements (zeros past K), the order in which a 32-byte load of 16 bf16
+// weights widens in two operations; weights as stored. Accumulation in fp32.
+int64_t x_split_stride(int64_t K);  // K rounded up to 16
+void split_x_even_odd(const float* x, int64_t M, int64_t K, float* xs);
+void matmul_wt_split(const float* xs, int64_t M, int64_t K, const uint16_t* w_bf16, int64_t n0, int64_t n1, float* y,
+                     int64_t ldy);
+
 // The same product on AVX512-BF16 (vdpbf16ps; call only where core::cpu_features().avx512_bf16):
 // x already rounded to bf16 by float_to_bf16_rows, rows `bf16_row_stride(K)` apart and
 // zero-padded; weights bf16 [N, K] as stored. Accumulation in fp32.

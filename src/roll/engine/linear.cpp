@@ -14,6 +14,13 @@
 
 namespace roll::engine {
 
+// Whether small-M bf16 products on long rows without native bf16 run on the AVX2 split kernel
+// rather than the streaming kernel (--bf16-products widened turns it off).
+static bool& linear_split() {
+  static bool on = kernels::have_avx2();
+  return on;
+}
+
 int64_t& linear_small_m_override(at::ScalarType weight_dtype) {
   static int64_t bf16 = -1, fp32 = -1;
   return weight_dtype == at::kBFloat16 ? bf16 : fp32;
@@ -51,8 +58,9 @@ namespace {
 
 // A buffer of at least n elements that lives as long as the calling thread: a fresh large
 // allocation per product costs page faults (it comes from mmap) on every call.
-uint16_t* scratch(size_t n) {
-  thread_local std::vector<uint16_t> buf;
+template <typename T = uint16_t>
+T* scratch(size_t n) {
+  thread_local std::vector<T> buf;
   if (buf.size() < n) buf.resize(n);
   return buf.data();
 }
@@ -158,7 +166,22 @@ at::Tensor streaming(const at::Tensor& x, const at::Tensor& w) {
   return y;
 }
 
-// Large-M bf16: each task widens a tile of weight rows into its own fp32 buffer (it stays in
+// bf16 for batches of rows on AVX2 without bf16 instructions: x split into even and odd
+// elements once (blocks of 16 rows in parallel), then tasks of whole 6-row groups of all the
+// weights (the kernel keeps a group in L1).
+std::vector<at::Tensor> split_bf16(const at::Tensor& x, const std::vector<at::Tensor>& ws) {
+  const int64_t M = x.size(0), K = x.size(1), ld = kernels::x_split_stride(K);
+  float* xs = scratch<float>(static_cast<size_t>(M * ld));
+  const float* xp = x.data_ptr<float>();
+  at::parallel_for(0, (M + 15) / 16, std::max<int64_t>(1, (64 << 10) / (16 * K)), [&](int64_t b0, int64_t b1) {
+    kernels::split_x_even_odd(xp + 16 * b0 * K, std::min(M, 16 * b1) - 16 * b0, K, xs + 16 * b0 * ld);
+  });
+  return over_row_groups(x, ws, 6, [&](int64_t n0, int64_t n1, const uint16_t* w, float* y, int64_t N) {
+    kernels::matmul_wt_split(xs, M, K, w, n0, n1, y, N);
+  });
+}
+
+// Large-M bf16 (--bf16-products widened): each task widens a tile of weight rows into its own fp32 buffer (it stays in
 // cache) and runs a single-threaded BLAS product into its columns of y.
 at::Tensor tiled_bf16(const at::Tensor& x, const at::Tensor& w) {
   const int64_t M = x.size(0), K = x.size(1), N = w.size(0);
@@ -244,8 +267,9 @@ static bool& linear_pairs() {
 }
 
 bool select_bf16_products(const std::string& mode) {
-  if (mode != "native" && mode != "aten" && mode != "widened") return false;
-  linear_native_bf16() = mode != "widened";
+  if (mode != "native" && mode != "aten" && mode != "widened" && mode != "split") return false;
+  linear_native_bf16() = mode == "aten" || (mode == "native" && core::cpu_features().native_bf16());
+  linear_split() = mode != "widened" && kernels::have_avx2();
   linear_amx() = mode == "native" && kernels::amx_usable();
   linear_pairs() = mode == "native" && core::cpu_features().avx512_bf16;
   return true;
@@ -263,6 +287,12 @@ const char* linear_path(at::ScalarType weight_dtype) {
                  "rounded to bf16) (AVX512-BF16)"
                : "bf16: vdpbf16ps streaming kernel for small M (activations rounded to bf16), ATen's bf16 products "
                  "above (AVX512-BF16)";
+  if (linear_split())
+    return core::cpu_features().native_bf16()
+               ? "bf16: streaming kernel for small M (AVX2 kernel over x split in even and odd elements on rows "
+                 "over 2048), weight tiles widened to fp32 for BLAS above (native bf16 off)"
+               : "bf16: streaming kernel for small M (AVX2 kernel over x split in even and odd elements on rows "
+                 "over 2048), weight tiles widened to fp32 for BLAS above (no native bf16 here)";
   return core::cpu_features().native_bf16()
              ? "bf16: streaming kernel for small M, weight tiles widened to fp32 for BLAS above (native bf16 off)"
              : "bf16: streaming kernel for small M, weight tiles widened to fp32 for BLAS above (no native bf16 here)";
@@ -270,16 +300,23 @@ const char* linear_path(at::ScalarType weight_dtype) {
 
 namespace {
 
-enum class Path { kGemv, kStreaming, kDpbf16, kAmx, kPairs, kNativeBf16, kTiledBf16, kBlas };
+enum class Path { kGemv, kStreaming, kDpbf16, kAmx, kPairs, kNativeBf16, kSplit, kTiledBf16, kBlas };
 
 Path path_of(int64_t M, int64_t K, at::ScalarType dtype) {
   // One fp32 row: BLAS gemv, except on AVX-512, where the streaming kernel (one weight row at a
   // time, one stream through memory) read the 0.5B shapes' weights at 29-34 GB/s against gemv's
   // 23-30 (Zen 4, interleaved).
   if (dtype == at::kFloat && M == 1 && !core::cpu_features().avx512f) return Path::kGemv;
-  if (M <= linear_small_m_threshold(dtype, K))
-    return dtype == at::kBFloat16 && linear_native_bf16() && core::cpu_features().avx512_bf16 ? Path::kDpbf16
-                                                                                               : Path::kStreaming;
+  if (M <= linear_small_m_threshold(dtype, K)) {
+    if (dtype != at::kBFloat16) return Path::kStreaming;
+    if (linear_native_bf16() && core::cpu_features().avx512_bf16) return Path::kDpbf16;
+    // Measured at the 0.5B shapes on Zen 3 (bench_linear, 2 threads): on long rows (K = 4864,
+    // where 4 rows of x no longer sit in L1 beside the weight row) the split kernel ran 89-96
+    // GFLOP/s at 8 rows against the streaming kernel's 42-63, and even at 2; on short rows (K =
+    // 896) the streaming kernel's single stream per thread reads faster (q/o at 8 rows 107 against
+    // 63-73). Above 12 rows widened tiles through BLAS stay ahead in the engine's steps.
+    return M > 1 && K > 2048 && linear_split() ? Path::kSplit : Path::kStreaming;
+  }
   if (dtype != at::kBFloat16) return Path::kBlas;
   if (linear_native_bf16() && linear_amx() && K % 32 == 0) return Path::kAmx;
   if (linear_native_bf16() && linear_pairs() && K % 32 == 0) return Path::kPairs;
@@ -294,6 +331,7 @@ at::Tensor product(const at::Tensor& x, const at::Tensor& w) {
     case Path::kAmx: return amx_bf16(x, {w})[0];
     case Path::kPairs: return pairs_bf16(x, {w})[0];
     case Path::kNativeBf16: return native_bf16(x, w);
+    case Path::kSplit: return split_bf16(x, {w})[0];
     case Path::kTiledBf16: return tiled_bf16(x, w);
     case Path::kBlas: break;
   }
@@ -317,6 +355,7 @@ std::vector<at::Tensor> linear_shared_input(const at::Tensor& x, const std::vect
   if (path == Path::kDpbf16) ys = streaming_dpbf16(x, ws);
   else if (path == Path::kAmx) ys = amx_bf16(x, ws);
   else if (path == Path::kPairs) ys = pairs_bf16(x, ws);
+  else if (path == Path::kSplit) ys = split_bf16(x, ws);
   else
     for (const at::Tensor& w : ws) ys.push_back(product(x, w));
   for (size_t i = 0; i < ys.size() && i < bs.size(); ++i)

@@ -4,9 +4,10 @@
 // decode-sized batches (gemv at M = 1 for fp32), BLAS for large fp32 batches, and for large bf16
 // batches AMX tiles where the CPU has AMX-BF16 (inputs rounded to bf16, fp32 out), else a
 // vdpbf16ps kernel over x packed in pairs where it has AVX512-BF16 (inputs rounded to bf16, fp32
-// out; ATen's bf16 product where K is not a multiple of 32), else weight tiles
-// widened to fp32 in cache then multiplied by BLAS (ATen's bf16 GEMM without those instructions
-// is a scalar loop, ~100x slower).
+// out; ATen's bf16 product where K is not a multiple of 32), else weight tiles widened to fp32 in
+// cache then multiplied by BLAS (ATen's bf16 GEMM without those instructions is a scalar loop,
+// ~100x slower); on AVX2 small batches on long rows take a kernel that widens each 16 weights in
+// two operations against x split in even and odd elements.
 #include <ATen/core/Tensor.h>
 
 #include <string>
@@ -36,8 +37,9 @@ bool& linear_native_bf16();
 // OS grants the tile state) rather than through ATen.
 bool& linear_amx();
 // Sets both from a bench's --bf16-products: "native" (the CPU's best: AMX tiles where usable,
-// else the vdpbf16ps pair kernel), "aten" (native, ATen's product instead of either),
-// "widened" (no native bf16). False for any other word.
+// else the vdpbf16ps pair kernel; without them what "split" gives), "aten" (native, ATen's
+// product instead of either), "split" (no native bf16; the AVX2 split kernel for small batches on
+// long rows), "widened" (no native bf16, no split kernel). False for any other word.
 bool select_bf16_products(const std::string& mode);
 // The path linear() takes for a weight dtype, in words (the engine logs it once; bench_engine prints it).
 const char* linear_path(at::ScalarType weight_dtype);

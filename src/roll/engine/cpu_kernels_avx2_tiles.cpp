@@ -1,0 +1,128 @@
+// The bf16 matrix product for batches of rows on AVX2 without bf16 instructions (cpu_kernels.h).
+// Widening bf16 to fp32 costs vector ALU operations that compete with the FMAs, so the kernel
+// pays as little of it as it can: a 32-byte load of 16 weights holds, in each 32-bit lane, one
+// even and one odd element; shifting the lane up by 16 bits gives the even one as fp32 and
+// masking its low half gives the odd one, two operations for 16 weights and no shuffles. x is
+// split once per call so that each block of 16 k holds its 8 even elements then its 8 odd ones,
+// which is the order the widened weights come in. A tile keeps 3 weight rows against 4 rows of x
+// in 12 accumulators (a dot product per output, summed horizontally at the end); the weights of
+// a group of tiles stay in L1 while every row of x passes them.
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "roll/engine/cpu_kernels.h"
+
+namespace roll::engine::kernels {
+namespace {
+
+#define AVX2 __attribute__((target("avx2,fma")))
+
+AVX2 inline float hsum(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+inline float widen(uint16_t v) {
+  const uint32_t u = static_cast<uint32_t>(v) << 16;
+  float f;
+  std::memcpy(&f, &u, sizeof f);
+  return f;
+}
+
+// Element k of a split row (the inverse of split_x_even_odd's placement).
+inline float split_at(const float* xs, int64_t k) {
+  const int64_t j = k % 16;
+  return xs[k - j + (j % 2 == 0 ? j / 2 : 8 + j / 2)];
+}
+
+// y[m * ldy + r] = x_m . w_r for RW weight rows (ldw apart) and RM split rows of x (ldx apart).
+template <int RW, int RM>
+AVX2 void tile(const float* xs, int64_t ldx, int64_t K, const uint16_t* w, int64_t ldw, float* y, int64_t ldy) {
+  __m256 acc[RW][RM];
+#pragma GCC unroll 3
+  for (int r = 0; r < RW; ++r)
+#pragma GCC unroll 4
+    for (int m = 0; m < RM; ++m) acc[r][m] = _mm256_setzero_ps();
+  const __m256i odd_mask = _mm256_set1_epi32(static_cast<int>(0xFFFF0000u));
+  int64_t k = 0;
+  for (; k + 16 <= K; k += 16) {
+#pragma GCC unroll 3
+    for (int r = 0; r < RW; ++r) {
+      const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + r * ldw + k));
+      const __m256 even = _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
+      const __m256 odd = _mm256_castsi256_ps(_mm256_and_si256(v, odd_mask));
+#pragma GCC unroll 4
+      for (int m = 0; m < RM; ++m) {
+        acc[r][m] = _mm256_fmadd_ps(even, _mm256_loadu_ps(xs + m * ldx + k), acc[r][m]);
+        acc[r][m] = _mm256_fmadd_ps(odd, _mm256_loadu_ps(xs + m * ldx + k + 8), acc[r][m]);
+      }
+    }
+  }
+#pragma GCC unroll 3
+  for (int r = 0; r < RW; ++r)
+#pragma GCC unroll 4
+    for (int m = 0; m < RM; ++m) {
+      float s = hsum(acc[r][m]);
+      for (int64_t kk = k; kk < K; ++kk) s += split_at(xs + m * ldx, kk) * widen(w[r * ldw + kk]);
+      y[m * ldy + r] = s;
+    }
+}
+
+template <int RW>
+AVX2 void tile_rows(int RM, const float* xs, int64_t ldx, int64_t K, const uint16_t* w, float* y, int64_t ldy) {
+  switch (RM) {
+    case 4: tile<RW, 4>(xs, ldx, K, w, K, y, ldy); break;
+    case 3: tile<RW, 3>(xs, ldx, K, w, K, y, ldy); break;
+    case 2: tile<RW, 2>(xs, ldx, K, w, K, y, ldy); break;
+    default: tile<RW, 1>(xs, ldx, K, w, K, y, ldy); break;
+  }
+}
+
+}  // namespace
+
+int64_t x_split_stride(int64_t K) { return (K + 15) / 16 * 16; }
+
+void split_x_even_odd(const float* x, int64_t M, int64_t K, float* xs) {
+  const int64_t ld = x_split_stride(K);
+  for (int64_t m = 0; m < M; ++m) {
+    const float* xr = x + m * K;
+    float* out = xs + m * ld;
+    for (int64_t b = 0; b < ld; b += 16)
+      for (int64_t j = 0; j < 8; ++j) {
+        out[b + j] = b + 2 * j < K ? xr[b + 2 * j] : 0.0f;
+        out[b + 8 + j] = b + 2 * j + 1 < K ? xr[b + 2 * j + 1] : 0.0f;
+      }
+  }
+}
+
+void matmul_wt_split(const float* xs, int64_t M, int64_t K, const uint16_t* w, int64_t n0, int64_t n1, float* y,
+                     int64_t ldy) {
+  // Chunks of 64 rows of x (229 KB at K = 896) stay in L2 while the task's weight rows pass
+  // them; groups of 6 weight rows (10.5 KB) stay in L1 while the chunk's rows pass them.
+  constexpr int64_t kChunk = 64, kGroup = 6, kRW = 3, kRM = 4;
+  const int64_t ldx = x_split_stride(K);
+  for (int64_t mc = 0; mc < M; mc += kChunk) {
+    const int64_t mend = std::min(M, mc + kChunk);
+    for (int64_t g = n0; g < n1; g += kGroup) {
+      const int64_t gend = std::min(n1, g + kGroup);
+      for (int64_t m = mc; m < mend; m += kRM) {
+        const int rm = static_cast<int>(std::min(kRM, mend - m));
+        for (int64_t r = g; r < gend; r += kRW) {
+          const uint16_t* wr = w + r * K;
+          float* yr = y + m * ldy + r;
+          switch (std::min(kRW, gend - r)) {
+            case 3: tile_rows<3>(rm, xs + m * ldx, ldx, K, wr, yr, ldy); break;
+            case 2: tile_rows<2>(rm, xs + m * ldx, ldx, K, wr, yr, ldy); break;
+            default: tile_rows<1>(rm, xs + m * ldx, ldx, K, wr, yr, ldy); break;
+          }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace roll::engine::kernels
