@@ -1,7 +1,12 @@
 #!/usr/bin/env bash
 # rollcpp's engine beside llama.cpp, interleaved on this machine (docs/benchmarks.md, "Beside llama.cpp").
 #
-#   bench/llama_cpp/compare.sh [compare.py options: --rounds 2 --threads 1,2 --dtypes bf16,fp32 --batches 1,8,64]
+#   bench/llama_cpp/compare.sh [compare.py options: --rounds 2 --threads 1,2 --dtypes bf16,fp32 --batches 1,8,64
+#                               --llama-also f16,fp32]
+#
+# --llama-also: llama.cpp also runs the bf16 model's matrices as F16 and/or F32, each ratio is
+# printed per llama.cpp dtype and against the fastest of them (on CPUs without bf16 instructions
+# llama.cpp's F16 runs well ahead of its BF16).
 #
 # On first use it builds llama.cpp's llama-bench and llama-batched-bench (Release, native CPU
 # flags) from the llama.cpp source bundled in the npm package node-llama-cpp 3.21.1, the one
