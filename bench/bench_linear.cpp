@@ -29,6 +29,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -293,12 +294,16 @@ int main(int argc, char** argv) {
         const at::Tensor x = at::randn({M, shape.K});
         std::vector<Impl> impls{rollcpp_impl(x, w), aten_impl(x, w)};
 #if ROLL_HAVE_ONEDNN
-        // oneDNN has no bf16 matmul without AVX512 (it refuses the primitive on AVX2-only CPUs).
+        // oneDNN has no bf16 matmul without AVX512 (it refuses the primitive on AVX2-only CPUs):
+        // said once per peer and dtype.
         for (const bool packed : {true, false}) try {
             impls.push_back(onednn_impl(x, w, packed));
           } catch (const dnnl::error& e) {
-            std::printf("{\"bench\":\"linear_peer_missing\",\"peer\":\"%s\",\"dtype\":\"%s\",\"why\":\"%s\"}\n",
-                        packed ? "onednn_packed" : "onednn_plain", dtype_name.c_str(), e.what());
+            const std::string peer = packed ? "onednn_packed" : "onednn_plain";
+            static std::set<std::string> said;
+            if (said.insert(peer + "/" + dtype_name).second)
+              std::printf("{\"bench\":\"linear_peer_missing\",\"peer\":\"%s\",\"dtype\":\"%s\",\"why\":\"%s\"}\n",
+                          peer.c_str(), dtype_name.c_str(), e.what());
           }
 #endif
 #if ROLL_HAVE_LIBXSMM

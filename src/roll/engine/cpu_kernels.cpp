@@ -1,3 +1,4 @@
+#include "roll/engine/avx2_common.h"
 #include "roll/engine/cpu_kernels.h"
 
 #include <immintrin.h>
@@ -12,14 +13,8 @@ namespace roll::engine::kernels {
 
 namespace {
 
-inline float bf16(uint16_t v) {
-  uint32_t bits = static_cast<uint32_t>(v) << 16;
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
-}
 inline float load1(const float* p) { return *p; }
-inline float load1(const uint16_t* p) { return bf16(*p); }
+inline float load1(const uint16_t* p) { return widen_bf16(*p); }
 
 template <typename T>
 float dot_ref(const float* a, const T* b, int64_t n) {
@@ -45,13 +40,6 @@ AVX2 inline __m256 load8(const float* p) { return _mm256_loadu_ps(p); }
 AVX2 inline __m256 load8(const uint16_t* p) {
   __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
   return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
-}
-
-AVX2 inline float hsum(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
 }
 
 template <typename T>
@@ -182,7 +170,7 @@ AVX2 void weighted_sum_avx2(float* acc, const float* p, const T* v, int64_t stri
 AVX2 void bf16_to_float_avx2(const uint16_t* src, float* dst, int64_t n) {
   int64_t i = 0;
   for (; i + 8 <= n; i += 8) _mm256_storeu_ps(dst + i, load8(src + i));
-  for (; i < n; ++i) dst[i] = bf16(src[i]);
+  for (; i < n; ++i) dst[i] = widen_bf16(src[i]);
 }
 
 const bool kAvx2 = core::cpu_features().avx2;
@@ -299,7 +287,7 @@ void weighted_sum(float* acc, const float* p, const uint16_t* v, int64_t stride,
 
 void bf16_to_float(const uint16_t* src, float* dst, int64_t n) {
   if (kAvx2) return bf16_to_float_avx2(src, dst, n);
-  for (int64_t i = 0; i < n; ++i) dst[i] = bf16(src[i]);
+  for (int64_t i = 0; i < n; ++i) dst[i] = widen_bf16(src[i]);
 }
 
 float max_of(const float* x, int64_t n) { return kAvx2 ? max_avx2(x, n) : *std::max_element(x, x + n); }

@@ -6,32 +6,19 @@
 // split once per call so that each block of 16 k holds its 8 even elements then its 8 odd ones,
 // which is the order the widened weights come in. A tile keeps 3 weight rows against 4 rows of x
 // in 12 accumulators (a dot product per output, summed horizontally at the end); the weights of
-// a group of tiles stay in L1 while every row of x passes them.
+// a group of tiles stay in L1 while every row of x passes them. The engine calls it for small
+// batches (up to 12 rows), whose rows of x all sit in L1/L2 together.
 #include <immintrin.h>
 
 #include <algorithm>
-#include <cstring>
 
+#include "roll/engine/avx2_common.h"
 #include "roll/engine/cpu_kernels.h"
 
 namespace roll::engine::kernels {
 namespace {
 
 #define AVX2 __attribute__((target("avx2,fma")))
-
-AVX2 inline float hsum(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
-
-inline float widen(uint16_t v) {
-  const uint32_t u = static_cast<uint32_t>(v) << 16;
-  float f;
-  std::memcpy(&f, &u, sizeof f);
-  return f;
-}
 
 // Element k of a split row (the inverse of split_x_even_odd's placement).
 inline float split_at(const float* xs, int64_t k) {
@@ -67,7 +54,7 @@ AVX2 void tile(const float* xs, int64_t ldx, int64_t K, const uint16_t* w, int64
 #pragma GCC unroll 4
     for (int m = 0; m < RM; ++m) {
       float s = hsum(acc[r][m]);
-      for (int64_t kk = k; kk < K; ++kk) s += split_at(xs + m * ldx, kk) * widen(w[r * ldw + kk]);
+      for (int64_t kk = k; kk < K; ++kk) s += split_at(xs + m * ldx, kk) * widen_bf16(w[r * ldw + kk]);
       y[m * ldy + r] = s;
     }
 }
@@ -101,24 +88,20 @@ void split_x_even_odd(const float* x, int64_t M, int64_t K, float* xs) {
 
 void matmul_wt_split(const float* xs, int64_t M, int64_t K, const uint16_t* w, int64_t n0, int64_t n1, float* y,
                      int64_t ldy) {
-  // Chunks of 64 rows of x (229 KB at K = 896) stay in L2 while the task's weight rows pass
-  // them; groups of 6 weight rows (10.5 KB) stay in L1 while the chunk's rows pass them.
-  constexpr int64_t kChunk = 64, kGroup = 6, kRW = 3, kRM = 4;
+  // Groups of 6 weight rows (10.5 KB at K = 896) stay in L1 while the rows of x pass them.
+  constexpr int64_t kGroup = 6, kRW = 3, kRM = 4;
   const int64_t ldx = x_split_stride(K);
-  for (int64_t mc = 0; mc < M; mc += kChunk) {
-    const int64_t mend = std::min(M, mc + kChunk);
-    for (int64_t g = n0; g < n1; g += kGroup) {
-      const int64_t gend = std::min(n1, g + kGroup);
-      for (int64_t m = mc; m < mend; m += kRM) {
-        const int rm = static_cast<int>(std::min(kRM, mend - m));
-        for (int64_t r = g; r < gend; r += kRW) {
-          const uint16_t* wr = w + r * K;
-          float* yr = y + m * ldy + r;
-          switch (std::min(kRW, gend - r)) {
-            case 3: tile_rows<3>(rm, xs + m * ldx, ldx, K, wr, yr, ldy); break;
-            case 2: tile_rows<2>(rm, xs + m * ldx, ldx, K, wr, yr, ldy); break;
-            default: tile_rows<1>(rm, xs + m * ldx, ldx, K, wr, yr, ldy); break;
-          }
+  for (int64_t g = n0; g < n1; g += kGroup) {
+    const int64_t gend = std::min(n1, g + kGroup);
+    for (int64_t m = 0; m < M; m += kRM) {
+      const int rm = static_cast<int>(std::min(kRM, M - m));
+      for (int64_t r = g; r < gend; r += kRW) {
+        const uint16_t* wr = w + r * K;
+        float* yr = y + m * ldy + r;
+        switch (std::min(kRW, gend - r)) {
+          case 3: tile_rows<3>(rm, xs + m * ldx, ldx, K, wr, yr, ldy); break;
+          case 2: tile_rows<2>(rm, xs + m * ldx, ldx, K, wr, yr, ldy); break;
+          default: tile_rows<1>(rm, xs + m * ldx, ldx, K, wr, yr, ldy); break;
         }
       }
     }

@@ -166,22 +166,19 @@ at::Tensor streaming(const at::Tensor& x, const at::Tensor& w) {
   return y;
 }
 
-// bf16 for batches of rows on AVX2 without bf16 instructions: x split into even and odd
-// elements once (blocks of 16 rows in parallel), then tasks of whole 6-row groups of all the
-// weights (the kernel keeps a group in L1).
+// Small-M bf16 on long rows on AVX2 without bf16 instructions: x (a few rows) split into even and
+// odd elements once, then tasks of whole 6-row groups of all the weights (the kernel keeps a
+// group in L1).
 std::vector<at::Tensor> split_bf16(const at::Tensor& x, const std::vector<at::Tensor>& ws) {
-  const int64_t M = x.size(0), K = x.size(1), ld = kernels::x_split_stride(K);
-  float* xs = scratch<float>(static_cast<size_t>(M * ld));
-  const float* xp = x.data_ptr<float>();
-  at::parallel_for(0, (M + 15) / 16, std::max<int64_t>(1, (64 << 10) / (16 * K)), [&](int64_t b0, int64_t b1) {
-    kernels::split_x_even_odd(xp + 16 * b0 * K, std::min(M, 16 * b1) - 16 * b0, K, xs + 16 * b0 * ld);
-  });
+  const int64_t M = x.size(0), K = x.size(1);
+  float* xs = scratch<float>(static_cast<size_t>(M * kernels::x_split_stride(K)));
+  kernels::split_x_even_odd(x.data_ptr<float>(), M, K, xs);
   return over_row_groups(x, ws, 6, [&](int64_t n0, int64_t n1, const uint16_t* w, float* y, int64_t N) {
     kernels::matmul_wt_split(xs, M, K, w, n0, n1, y, N);
   });
 }
 
-// Large-M bf16 (--bf16-products widened): each task widens a tile of weight rows into its own fp32 buffer (it stays in
+// Large-M bf16 without native bf16: each task widens a tile of weight rows into its own fp32 buffer (it stays in
 // cache) and runs a single-threaded BLAS product into its columns of y.
 at::Tensor tiled_bf16(const at::Tensor& x, const at::Tensor& w) {
   const int64_t M = x.size(0), K = x.size(1), N = w.size(0);
