@@ -248,7 +248,7 @@ TEST(EngineKernels, Fp32StreamingKernelsMatchAtenOnLongRows) {
 }
 
 // The AVX2 kernel over x split in even and odd elements, called directly: K = 2100 leaves a tail
-// of 4 past the last block of 16, N = 37 ends in a part tile, M = 70 spans two chunks of 64 rows,
+// of 4 past the last block of 16, N = 37 ends in a part tile, M = 70 ends in a part block of x,
 // and rows 5..29 alone leave the other outputs untouched. Against ATen's fp32 product of the same
 // bf16 weights: fp32 sums of 2100 terms |x w| <~ 10 in other orders, |y| <~ 100:
 // sqrt(2100)*eps*100 ~ 5e-4 -> 3e-3.
