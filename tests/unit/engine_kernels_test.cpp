@@ -1,6 +1,7 @@
 // The engine's compute kernels against plain ATen: the matrix product on every path the CPU has
-// (gemv, weight streaming, the AVX2 split kernel, bf16 tiles + BLAS, native bf16 products), and paged attention (prefill chunks and decodes over
-// scattered blocks) against dense causal attention.
+// (gemv, weight streaming, the AVX2 split and packed kernels, bf16 tiles + BLAS, native bf16
+// products), and paged attention (prefill chunks and decodes over scattered blocks) against
+// dense causal attention.
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <gtest/gtest.h>
@@ -95,11 +96,12 @@ TEST(EngineKernels, LinearMatchesAtenOnEveryPath) {
     }
   roll::engine::linear_native_bf16() = saved;
   // Without native bf16, small batches on rows over 2048 take the AVX2 split kernel (the default)
-  // or the streaming kernel (--bf16-products widened); both against ATen: fp32 sums of 2100
-  // terms, |y| <~ 100: sqrt(2100)*eps*100 ~ 5e-4 -> 3e-3.
+  // or the streaming kernel (--bf16-products widened), larger ones the AVX2 packed kernel or
+  // widened tiles through BLAS; all against ATen: fp32 sums of 2100 terms, |y| <~ 100:
+  // sqrt(2100)*eps*100 ~ 5e-4 -> 3e-3.
   for (const char* mode : {"split", "widened"}) {
     ASSERT_TRUE(roll::engine::select_bf16_products(mode));
-    for (int64_t M : {2, 5, 12}) {
+    for (int64_t M : {2, 5, 12, 13, 40}) {
       at::Tensor x = at::randn({M, 2100}), w = at::randn({40, 2100}).to(at::kBFloat16);
       EXPECT_LT(max_abs_diff(roll::engine::linear(x, w), at::linear(x, w.to(at::kFloat))), 3e-3) << mode << " M=" << M;
     }
@@ -267,6 +269,30 @@ TEST(EngineKernels, SplitKernelMatchesAtenOnLongRows) {
     EXPECT_LT(max_abs_diff(y.narrow(1, 5, 24), ref.narrow(1, 5, 24)), 3e-3) << "M=" << M;
     EXPECT_TRUE(y.narrow(1, 0, 5).isnan().all().item<bool>() && y.narrow(1, 29, 8).isnan().all().item<bool>());
     kernels::matmul_wt_split(xs.data(), M, K, wp, 0, N, y.data_ptr<float>(), N);
+    EXPECT_LT(max_abs_diff(y, ref), 3e-3) << "M=" << M;
+  }
+}
+
+// The AVX2 kernel over packed weight panels, called directly: K = 2100 is cut into 3 blocks of
+// k (sums carried in y) whose last leaves a tail of 4 past a multiple of 8, rows 5..29 are one
+// whole panel of 16 and 8 rows left to the streaming kernel (the other outputs untouched), and M
+// = 1, 7, 13, 70 end in part tiles of 6 rows. Against ATen's fp32 product of the same bf16
+// weights: fp32 sums of 2100 terms |x w| <~ 10 in other orders, |y| <~ 100: sqrt(2100)*eps*100
+// ~ 5e-4 -> 3e-3.
+TEST(EngineKernels, PackedKernelMatchesAtenOnLongRows) {
+  if (!kernels::have_avx2()) GTEST_SKIP() << "this CPU has no AVX2";
+  at::manual_seed(6);
+  for (int64_t M : {1, 6, 7, 13, 70}) {
+    const int64_t K = 2100, N = 37;
+    at::Tensor x = at::randn({M, K}), w = at::randn({N, K}).to(at::kBFloat16);
+    const auto* wp = reinterpret_cast<const uint16_t*>(w.data_ptr<at::BFloat16>());
+    const at::Tensor ref = at::linear(x, w.to(at::kFloat));
+    std::vector<float> buffer(static_cast<size_t>(kernels::packed_buffer_floats(K)));
+    at::Tensor y = at::full({M, N}, NAN);
+    kernels::matmul_wt_packed(x.data_ptr<float>(), M, K, wp, 5, 29, y.data_ptr<float>(), N, buffer.data());
+    EXPECT_LT(max_abs_diff(y.narrow(1, 5, 24), ref.narrow(1, 5, 24)), 3e-3) << "M=" << M;
+    EXPECT_TRUE(y.narrow(1, 0, 5).isnan().all().item<bool>() && y.narrow(1, 29, 8).isnan().all().item<bool>());
+    kernels::matmul_wt_packed(x.data_ptr<float>(), M, K, wp, 0, N, y.data_ptr<float>(), N, buffer.data());
     EXPECT_LT(max_abs_diff(y, ref), 3e-3) << "M=" << M;
   }
 }

@@ -1,0 +1,135 @@
+// The bf16 matrix product for many rows (prefill, batched decode) on AVX2 without bf16
+// instructions (cpu_kernels.h). The register tile is the classic one for 16 ymm registers: 6 rows
+// of x against 16 outputs, 12 accumulators, each k one broadcast of x per row against two vectors
+// of 8 weights. Those 16 weights per k must sit side by side, so a panel of 16 weight rows is
+// packed once per block of k: widened to fp32 and transposed to [k][16] (8x8 transposes in
+// registers). Packing costs one pass over the weights per call, which the panel's reuse by every
+// group of 6 rows of x pays back from ~16 rows on; the dot-product kernels (split, streaming) stay
+// ahead below that. A block of 4 panels over at most ~1024 k (256 KB) stays in L2 while all of x
+// passes it; sums over k blocks accumulate in y.
+#include <immintrin.h>
+
+#include <algorithm>
+
+#include "roll/engine/avx2_common.h"
+#include "roll/engine/cpu_kernels.h"
+
+namespace roll::engine::kernels {
+namespace {
+
+#define AVX2 __attribute__((target("avx2,fma")))
+
+constexpr int64_t kPanel = 16;          // weight rows per packed panel (two ymm of outputs)
+constexpr int64_t kPanelsPerBlock = 4;  // panels packed together and reused by all of x
+constexpr int64_t kMaxKBlock = 1024;    // k per block at most: 4 panels * 1024 * 16 * 4 B = 256 KB
+constexpr int kRowsPerTile = 6;         // rows of x per register tile
+
+// k per block: K cut into equal blocks of at most kMaxKBlock, rounded up to 8.
+int64_t k_block(int64_t K) {
+  const int64_t blocks = (K + kMaxKBlock - 1) / kMaxKBlock;
+  return ((K + blocks - 1) / blocks + 7) / 8 * 8;
+}
+
+AVX2 inline __m256 widen8(const uint16_t* p) {
+  const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+}
+
+AVX2 inline void transpose8(__m256* r) {
+  const __m256 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]);
+  const __m256 t2 = _mm256_unpacklo_ps(r[2], r[3]), t3 = _mm256_unpackhi_ps(r[2], r[3]);
+  const __m256 t4 = _mm256_unpacklo_ps(r[4], r[5]), t5 = _mm256_unpackhi_ps(r[4], r[5]);
+  const __m256 t6 = _mm256_unpacklo_ps(r[6], r[7]), t7 = _mm256_unpackhi_ps(r[6], r[7]);
+  const __m256 s0 = _mm256_shuffle_ps(t0, t2, 0x44), s1 = _mm256_shuffle_ps(t0, t2, 0xEE);
+  const __m256 s2 = _mm256_shuffle_ps(t1, t3, 0x44), s3 = _mm256_shuffle_ps(t1, t3, 0xEE);
+  const __m256 s4 = _mm256_shuffle_ps(t4, t6, 0x44), s5 = _mm256_shuffle_ps(t4, t6, 0xEE);
+  const __m256 s6 = _mm256_shuffle_ps(t5, t7, 0x44), s7 = _mm256_shuffle_ps(t5, t7, 0xEE);
+  r[0] = _mm256_permute2f128_ps(s0, s4, 0x20), r[1] = _mm256_permute2f128_ps(s1, s5, 0x20);
+  r[2] = _mm256_permute2f128_ps(s2, s6, 0x20), r[3] = _mm256_permute2f128_ps(s3, s7, 0x20);
+  r[4] = _mm256_permute2f128_ps(s0, s4, 0x31), r[5] = _mm256_permute2f128_ps(s1, s5, 0x31);
+  r[6] = _mm256_permute2f128_ps(s2, s6, 0x31), r[7] = _mm256_permute2f128_ps(s3, s7, 0x31);
+}
+
+// panel[k * 16 + j] = w[j * ldw + k] as fp32, for 16 rows and kl values of k.
+AVX2 void pack_panel(const uint16_t* w, int64_t ldw, int64_t kl, float* panel) {
+  int64_t k = 0;
+  for (; k + 8 <= kl; k += 8)
+    for (int half = 0; half < 2; ++half) {
+      __m256 r[8];
+#pragma GCC unroll 8
+      for (int j = 0; j < 8; ++j) r[j] = widen8(w + (half * 8 + j) * ldw + k);
+      transpose8(r);
+#pragma GCC unroll 8
+      for (int i = 0; i < 8; ++i) _mm256_storeu_ps(panel + (k + i) * kPanel + half * 8, r[i]);
+    }
+  for (; k < kl; ++k)
+    for (int64_t j = 0; j < kPanel; ++j) panel[k * kPanel + j] = widen_bf16(w[j * ldw + k]);
+}
+
+// y[i * ldy + 0..15] (+)= x_i . panel over kl values of k, for RM rows of x (ldx apart).
+template <int RM, bool kAccumulate>
+AVX2 void tile(const float* x, int64_t ldx, const float* panel, int64_t kl, float* y, int64_t ldy) {
+  __m256 acc[RM][2];
+#pragma GCC unroll 6
+  for (int i = 0; i < RM; ++i) acc[i][0] = acc[i][1] = _mm256_setzero_ps();
+  for (int64_t k = 0; k < kl; ++k) {
+    const __m256 w0 = _mm256_loadu_ps(panel + k * kPanel), w1 = _mm256_loadu_ps(panel + k * kPanel + 8);
+#pragma GCC unroll 6
+    for (int i = 0; i < RM; ++i) {
+      const __m256 xi = _mm256_broadcast_ss(x + i * ldx + k);
+      acc[i][0] = _mm256_fmadd_ps(xi, w0, acc[i][0]);
+      acc[i][1] = _mm256_fmadd_ps(xi, w1, acc[i][1]);
+    }
+  }
+#pragma GCC unroll 6
+  for (int i = 0; i < RM; ++i) {
+    float* yi = y + i * ldy;
+    if (kAccumulate) {
+      acc[i][0] = _mm256_add_ps(acc[i][0], _mm256_loadu_ps(yi));
+      acc[i][1] = _mm256_add_ps(acc[i][1], _mm256_loadu_ps(yi + 8));
+    }
+    _mm256_storeu_ps(yi, acc[i][0]);
+    _mm256_storeu_ps(yi + 8, acc[i][1]);
+  }
+}
+
+template <bool kAccumulate>
+AVX2 void tile_rows(int rows, const float* x, int64_t ldx, const float* panel, int64_t kl, float* y, int64_t ldy) {
+  switch (rows) {
+    case 6: tile<6, kAccumulate>(x, ldx, panel, kl, y, ldy); break;
+    case 5: tile<5, kAccumulate>(x, ldx, panel, kl, y, ldy); break;
+    case 4: tile<4, kAccumulate>(x, ldx, panel, kl, y, ldy); break;
+    case 3: tile<3, kAccumulate>(x, ldx, panel, kl, y, ldy); break;
+    case 2: tile<2, kAccumulate>(x, ldx, panel, kl, y, ldy); break;
+    default: tile<1, kAccumulate>(x, ldx, panel, kl, y, ldy); break;
+  }
+}
+
+}  // namespace
+
+int64_t packed_buffer_floats(int64_t K) { return kPanelsPerBlock * kPanel * k_block(K); }
+
+void matmul_wt_packed(const float* x, int64_t M, int64_t K, const uint16_t* w, int64_t n0, int64_t n1, float* y,
+                      int64_t ldy, float* buffer) {
+  const int64_t kb = k_block(K), full_end = n0 + (n1 - n0) / kPanel * kPanel;
+  for (int64_t b0 = n0; b0 < full_end; b0 += kPanelsPerBlock * kPanel) {
+    const int64_t b1 = std::min(full_end, b0 + kPanelsPerBlock * kPanel);
+    for (int64_t k0 = 0; k0 < K; k0 += kb) {
+      const int64_t kl = std::min(kb, K - k0);
+      for (int64_t p = b0; p < b1; p += kPanel) pack_panel(w + p * K + k0, K, kl, buffer + (p - b0) * kb);
+      for (int64_t m = 0; m < M; m += kRowsPerTile) {
+        const int rows = static_cast<int>(std::min<int64_t>(kRowsPerTile, M - m));
+        for (int64_t p = b0; p < b1; p += kPanel) {
+          const float* panel = buffer + (p - b0) * kb;
+          float* yt = y + m * ldy + p;
+          if (k0 == 0) tile_rows<false>(rows, x + m * K + k0, K, panel, kl, yt, ldy);
+          else tile_rows<true>(rows, x + m * K + k0, K, panel, kl, yt, ldy);
+        }
+      }
+    }
+  }
+  // Fewer than 16 rows left: the streaming kernel.
+  if (full_end < n1) matmul_wt(x, M, K, w, full_end, n1, y, ldy);
+}
+
+}  // namespace roll::engine::kernels
