@@ -274,7 +274,7 @@ TEST(EngineKernels, SplitKernelMatchesAtenOnLongRows) {
 }
 
 // The AVX2 kernel over packed weight panels, called directly: K = 2100 is cut into 3 blocks of
-// k (sums carried in y) whose last leaves a tail of 4 past a multiple of 8, rows 5..29 are one
+// k (sums carried in y) whose last leaves a tail of 4 past a multiple of 16, rows 5..29 are one
 // whole panel of 16 and 8 rows left to the streaming kernel (the other outputs untouched), and M
 // = 1, 7, 13, 70 end in part tiles of 6 rows. Against ATen's fp32 product of the same bf16
 // weights: fp32 sums of 2100 terms |x w| <~ 10 in other orders, |y| <~ 100: sqrt(2100)*eps*100
@@ -287,7 +287,7 @@ TEST(EngineKernels, PackedKernelMatchesAtenOnLongRows) {
     at::Tensor x = at::randn({M, K}), w = at::randn({N, K}).to(at::kBFloat16);
     const auto* wp = reinterpret_cast<const uint16_t*>(w.data_ptr<at::BFloat16>());
     const at::Tensor ref = at::linear(x, w.to(at::kFloat));
-    std::vector<float> buffer(static_cast<size_t>(kernels::packed_buffer_floats(K)));
+    std::vector<uint16_t> buffer(static_cast<size_t>(kernels::packed_buffer_size(K)));
     at::Tensor y = at::full({M, N}, NAN);
     kernels::matmul_wt_packed(x.data_ptr<float>(), M, K, wp, 5, 29, y.data_ptr<float>(), N, buffer.data());
     EXPECT_LT(max_abs_diff(y.narrow(1, 5, 24), ref.narrow(1, 5, 24)), 3e-3) << "M=" << M;

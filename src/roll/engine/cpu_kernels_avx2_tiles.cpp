@@ -7,7 +7,7 @@
 // which is the order the widened weights come in. A tile keeps 3 weight rows against 4 rows of x
 // in 12 accumulators (a dot product per output, summed horizontally at the end); the weights of
 // a group of tiles stay in L1 while every row of x passes them. The engine calls it for small
-// batches (up to 32 rows), whose rows of x all sit in L1/L2 together.
+// batches (up to 24 rows), whose rows of x all sit in L1/L2 together.
 #include <immintrin.h>
 
 #include <algorithm>

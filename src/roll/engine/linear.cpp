@@ -179,12 +179,12 @@ std::vector<at::Tensor> split_bf16(const at::Tensor& x, const std::vector<at::Te
 }
 
 // Many-row bf16 on AVX2 without native bf16: tasks of whole blocks of 4 panels of 16 weight rows
-// (what the packed kernel widens and transposes at a time), each thread with its own panel buffer.
+// (what the packed kernel repacks at a time), each thread with its own panel buffer.
 std::vector<at::Tensor> packed_bf16(const at::Tensor& x, const std::vector<at::Tensor>& ws) {
   const int64_t M = x.size(0), K = x.size(1);
   const float* xp = x.data_ptr<float>();
   return over_row_groups(x, ws, 64, [&](int64_t n0, int64_t n1, const uint16_t* w, float* y, int64_t N) {
-    float* buffer = scratch<float>(static_cast<size_t>(kernels::packed_buffer_floats(K)));
+    uint16_t* buffer = scratch(static_cast<size_t>(kernels::packed_buffer_size(K)));
     kernels::matmul_wt_packed(xp, M, K, w, n0, n1, y, N, buffer);
   });
 }
@@ -298,10 +298,10 @@ const char* linear_path(at::ScalarType weight_dtype) {
   if (linear_split())
     return core::cpu_features().native_bf16()
                ? "bf16: streaming kernel for small M (AVX2 kernel over x split in even and odd elements on rows "
-                 "over 2048 and up to 32 rows), AVX2 kernel over weight panels widened and packed above (native "
+                 "over 2048 and up to 24 rows), AVX2 kernel over packed weight panels above (native "
                  "bf16 off)"
                : "bf16: streaming kernel for small M (AVX2 kernel over x split in even and odd elements on rows "
-                 "over 2048 and up to 32 rows), AVX2 kernel over weight panels widened and packed above (no native "
+                 "over 2048 and up to 24 rows), AVX2 kernel over packed weight panels above (no native "
                  "bf16 here)";
   return core::cpu_features().native_bf16()
              ? "bf16: streaming kernel for small M, weight tiles widened to fp32 for BLAS above (native bf16 off)"
@@ -331,12 +331,12 @@ Path path_of(int64_t M, int64_t K, at::ScalarType dtype) {
   if (linear_native_bf16() && linear_amx() && K % 32 == 0) return Path::kAmx;
   if (linear_native_bf16() && linear_pairs() && K % 32 == 0) return Path::kPairs;
   if (linear_native_bf16()) return Path::kNativeBf16;
-  // Measured at the 0.5B shapes on Zen 3 (2 threads, weights from memory): on rows up to 2048 the
-  // split kernel ran 110-137 GFLOP/s from 13 to 32 rows against the packed kernel's 76-121, and
-  // fell to ~100 from 40 rows, where the packed kernel ran 134-161 (183-189 at 512); on K = 4864
-  // the packed kernel leads from 16 rows (104-132 against 107-110 up to 32). Both beat widened
-  // tiles through OpenBLAS (82-113 up to 32 rows, 117-139 at 64, 110-171 at 512).
-  if (linear_split()) return K <= 2048 && M <= 32 ? Path::kSplit : Path::kPacked;
+  // Measured at the 0.5B shapes on Zen 3 (2 threads, weights from memory, GFLOP/s): on rows up
+  // to 2048 the split kernel ran 121-123 at 16 rows against the packed kernel's 114-117, 134-137
+  // against 141-145 at 32, and fell to ~100 from 40 rows, where the packed kernel ran 161-169 at
+  // 64 and 181-190 at 512; on K = 4864 the packed kernel led from 13 rows (111-113 against
+  // 104-105). Widened tiles through OpenBLAS ran 59-106 up to 32 rows, 104-129 at 64.
+  if (linear_split()) return K <= 2048 && M <= 24 ? Path::kSplit : Path::kPacked;
   return Path::kTiledBf16;
 }
 

@@ -5,7 +5,7 @@
 // batches AMX tiles where the CPU has AMX-BF16 (inputs rounded to bf16, fp32 out), else a
 // vdpbf16ps kernel over x packed in pairs where it has AVX512-BF16 (inputs rounded to bf16, fp32
 // out; ATen's bf16 product where K is not a multiple of 32), else on AVX2 a kernel over panels of
-// 16 weight rows widened and packed per call (batches up to 32 rows on rows up to 2048 and small
+// 16 weight rows repacked per call (batches up to 24 rows on rows up to 2048 and small
 // batches on longer rows take a kernel that widens each 16 weights in two operations against x
 // split in even and odd elements), else weight tiles widened to fp32 in cache then multiplied by
 // BLAS (ATen's bf16 GEMM without those instructions is a scalar loop, ~100x slower).
@@ -40,7 +40,7 @@ bool& linear_amx();
 // Sets both from a bench's --bf16-products: "native" (the CPU's best: AMX tiles where usable,
 // else the vdpbf16ps pair kernel; without them what "split" gives), "aten" (native, ATen's
 // product instead of either), "split" (no native bf16; the AVX2 split kernel for small batches on
-// long rows and up to 32 rows, the AVX2 packed kernel above), "widened" (no native bf16, neither
+// long rows and up to 24 rows, the AVX2 packed kernel above), "widened" (no native bf16, neither
 // AVX2 batch kernel: weight tiles widened to fp32 through BLAS). False for any other word.
 bool select_bf16_products(const std::string& mode);
 // The path linear() takes for a weight dtype, in words (the engine logs it once; bench_engine prints it).
