@@ -20,6 +20,7 @@
 //   bench_linear [--threads 2] [--rounds 2] [--ms 1,8,64,512] [--dtypes bf16,fp32]
 //                [--shapes q_o,k_v,gate_up,down,lm_head] [--working-set-mb 256] [--smoke]
 //                [--bf16-products native|aten|split|widened] [--bf16-small-m-threshold N] [--fp32-small-m-threshold N]
+//                [--fp32-products packed|blas]
 #include <ATen/ATen.h>
 
 #include <algorithm>
@@ -43,6 +44,7 @@
 
 #include "roll/core/cpu_features.h"
 #include "roll/core/parallel_for.h"
+#include "roll/engine/cpu_kernels.h"
 #include "roll/engine/linear.h"
 
 using Clock = std::chrono::steady_clock;
@@ -251,6 +253,14 @@ int main(int argc, char** argv) {
     else if (a == "--working-set-mb") o.working_set_mb = std::stoll(next());
     else if (a == "--bf16-small-m-threshold") roll::engine::linear_small_m_override(at::kBFloat16) = std::stoll(next());
     else if (a == "--fp32-small-m-threshold") roll::engine::linear_small_m_override(at::kFloat) = std::stoll(next());
+    else if (a == "--fp32-products") {
+      const std::string v = next();
+      if (v != "packed" && v != "blas") {
+        std::fprintf(stderr, "--fp32-products is packed or blas, not '%s'\n", v.c_str());
+        return 2;
+      }
+      roll::engine::linear_packed_fp32() = v == "packed" && roll::engine::kernels::have_avx2();
+    }
     else if (a == "--bf16-products") {
       const std::string v = next();
       if (!roll::engine::select_bf16_products(v)) {

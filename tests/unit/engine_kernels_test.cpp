@@ -297,6 +297,32 @@ TEST(EngineKernels, PackedKernelMatchesAtenOnLongRows) {
   }
 }
 
+// The same kernel on fp32 weights (panels of fp32, 8x8 transposes), K = 2100 in 3 blocks of k
+// with a tail of 4 past a multiple of 8, and linear() on its fp32 path above the streaming cut
+// with BLAS turned off and on. Against ATen's fp32 product: the bound above.
+TEST(EngineKernels, PackedKernelMatchesAtenOnFp32Weights) {
+  if (!kernels::have_avx2()) GTEST_SKIP() << "this CPU has no AVX2";
+  at::manual_seed(7);
+  for (int64_t M : {1, 7, 70}) {
+    const int64_t K = 2100, N = 37;
+    at::Tensor x = at::randn({M, K}), w = at::randn({N, K});
+    std::vector<float> buffer(static_cast<size_t>(kernels::packed_buffer_size(K)));
+    at::Tensor y = at::full({M, N}, NAN);
+    kernels::matmul_wt_packed(x.data_ptr<float>(), M, K, w.data_ptr<float>(), 5, 29, y.data_ptr<float>(), N,
+                              buffer.data());
+    const at::Tensor ref = at::linear(x, w);
+    EXPECT_LT(max_abs_diff(y.narrow(1, 5, 24), ref.narrow(1, 5, 24)), 3e-3) << "M=" << M;
+    EXPECT_TRUE(y.narrow(1, 0, 5).isnan().all().item<bool>() && y.narrow(1, 29, 8).isnan().all().item<bool>());
+  }
+  const bool saved = roll::engine::linear_packed_fp32();
+  at::Tensor x = at::randn({40, 2100}), w = at::randn({150, 2100});
+  for (bool packed : {true, false}) {
+    roll::engine::linear_packed_fp32() = packed;
+    EXPECT_LT(max_abs_diff(roll::engine::linear(x, w), at::linear(x, w)), 3e-3) << "packed=" << packed;
+  }
+  roll::engine::linear_packed_fp32() = saved;
+}
+
 // Each thread count restores the previous one when it goes out of scope.
 struct AtenThreads {
   explicit AtenThreads(int n) : saved(at::get_num_threads()) { at::set_num_threads(n); }

@@ -55,13 +55,16 @@ void split_x_even_odd(const float* x, int64_t M, int64_t K, float* xs);
 void matmul_wt_split(const float* xs, int64_t M, int64_t K, const uint16_t* w_bf16, int64_t n0, int64_t n1, float* y,
                      int64_t ldy);
 
-// The bf16 product for many rows on AVX2 (call only where have_avx2()): x as it is, weights as
-// stored; each 16 weight rows are repacked into `buffer` (packed_buffer_size(K) values, one per
-// thread) in the layout the register tile reads. Rows past the last whole 16 take matmul_wt.
-// Accumulation in fp32, k in blocks (so sums may differ from matmul_wt's in the last bits).
+// The product for many rows on AVX2 (call only where have_avx2()), bf16 or fp32 weights: x as it
+// is, weights as stored; each 16 weight rows are repacked into `buffer` (packed_buffer_size(K)
+// values of the weights' type, one buffer per thread) in the layout the register tile reads. Rows
+// past the last whole 16 take matmul_wt. Accumulation in fp32, k in blocks (so sums may differ
+// from matmul_wt's in the last bits).
 int64_t packed_buffer_size(int64_t K);
 void matmul_wt_packed(const float* x, int64_t M, int64_t K, const uint16_t* w_bf16, int64_t n0, int64_t n1, float* y,
                       int64_t ldy, uint16_t* buffer);
+void matmul_wt_packed(const float* x, int64_t M, int64_t K, const float* w, int64_t n0, int64_t n1, float* y,
+                      int64_t ldy, float* buffer);
 
 // The same product on AVX512-BF16 (vdpbf16ps; call only where core::cpu_features().avx512_bf16):
 // x already rounded to bf16 by float_to_bf16_rows, rows `bf16_row_stride(K)` apart and

@@ -81,17 +81,42 @@ AVX2 void pack_panel(const uint16_t* w, int64_t ldw, int64_t kl, uint16_t* panel
     }
 }
 
+// fp32 weights: panel[k * 16 + j] = w[j][k], for 16 rows and kl values of k.
+AVX2 void pack_panel(const float* w, int64_t ldw, int64_t kl, float* panel) {
+  int64_t k = 0;
+  for (; k + 8 <= kl; k += 8)
+    for (int half = 0; half < 2; ++half) {
+      __m256 r[8];
+#pragma GCC unroll 8
+      for (int j = 0; j < 8; ++j) r[j] = _mm256_loadu_ps(w + (half * 8 + j) * ldw + k);
+      transpose8(r);
+#pragma GCC unroll 8
+      for (int i = 0; i < 8; ++i) _mm256_storeu_ps(panel + (k + i) * kPanel + half * 8, r[i]);
+    }
+  for (; k < kl; ++k)
+    for (int64_t j = 0; j < kPanel; ++j) panel[k * kPanel + j] = w[j * ldw + k];
+}
+
+// The 16 weights of one k of a panel as two vectors of 8 fp32 (rows 0..7, rows 8..15).
+AVX2 inline void load_k(const uint16_t* panel_k, __m256& w0, __m256& w1) {
+  const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(panel_k));
+  w0 = _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
+  w1 = _mm256_castsi256_ps(_mm256_and_si256(v, _mm256_set1_epi32(static_cast<int>(0xFFFF0000u))));
+}
+AVX2 inline void load_k(const float* panel_k, __m256& w0, __m256& w1) {
+  w0 = _mm256_loadu_ps(panel_k);
+  w1 = _mm256_loadu_ps(panel_k + 8);
+}
+
 // y[i * ldy + 0..15] (+)= x_i . panel over kl values of k, for RM rows of x (ldx apart).
-template <int RM, bool kAccumulate>
-AVX2 void tile(const float* x, int64_t ldx, const uint16_t* panel, int64_t kl, float* y, int64_t ldy) {
+template <int RM, bool kAccumulate, typename P>
+AVX2 void tile(const float* x, int64_t ldx, const P* panel, int64_t kl, float* y, int64_t ldy) {
   __m256 acc[RM][2];
 #pragma GCC unroll 6
   for (int i = 0; i < RM; ++i) acc[i][0] = acc[i][1] = _mm256_setzero_ps();
-  const __m256i high_half = _mm256_set1_epi32(static_cast<int>(0xFFFF0000u));
   for (int64_t k = 0; k < kl; ++k) {
-    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(panel + k * kPanel));
-    const __m256 w0 = _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));     // rows 0..7
-    const __m256 w1 = _mm256_castsi256_ps(_mm256_and_si256(v, high_half));  // rows 8..15
+    __m256 w0, w1;
+    load_k(panel + k * kPanel, w0, w1);
 #pragma GCC unroll 6
     for (int i = 0; i < RM; ++i) {
       const __m256 xi = _mm256_broadcast_ss(x + i * ldx + k);
@@ -111,8 +136,8 @@ AVX2 void tile(const float* x, int64_t ldx, const uint16_t* panel, int64_t kl, f
   }
 }
 
-template <bool kAccumulate>
-AVX2 void tile_rows(int rows, const float* x, int64_t ldx, const uint16_t* panel, int64_t kl, float* y, int64_t ldy) {
+template <bool kAccumulate, typename P>
+AVX2 void tile_rows(int rows, const float* x, int64_t ldx, const P* panel, int64_t kl, float* y, int64_t ldy) {
   switch (rows) {
     case 6: tile<6, kAccumulate>(x, ldx, panel, kl, y, ldy); break;
     case 5: tile<5, kAccumulate>(x, ldx, panel, kl, y, ldy); break;
@@ -123,12 +148,10 @@ AVX2 void tile_rows(int rows, const float* x, int64_t ldx, const uint16_t* panel
   }
 }
 
-}  // namespace
-
-int64_t packed_buffer_size(int64_t K) { return kPanelsPerBlock * kPanel * k_block(K); }
-
-void matmul_wt_packed(const float* x, int64_t M, int64_t K, const uint16_t* w, int64_t n0, int64_t n1, float* y,
-                      int64_t ldy, uint16_t* buffer) {
+// W is the weights' element type (uint16_t for bf16, float), panels hold the same type.
+template <typename W>
+void packed_product(const float* x, int64_t M, int64_t K, const W* w, int64_t n0, int64_t n1, float* y, int64_t ldy,
+                    W* buffer) {
   const int64_t kb = k_block(K), full_end = n0 + (n1 - n0) / kPanel * kPanel;
   for (int64_t b0 = n0; b0 < full_end; b0 += kPanelsPerBlock * kPanel) {
     const int64_t b1 = std::min(full_end, b0 + kPanelsPerBlock * kPanel);
@@ -138,7 +161,7 @@ void matmul_wt_packed(const float* x, int64_t M, int64_t K, const uint16_t* w, i
       for (int64_t m = 0; m < M; m += kRowsPerTile) {
         const int rows = static_cast<int>(std::min<int64_t>(kRowsPerTile, M - m));
         for (int64_t p = b0; p < b1; p += kPanel) {
-          const uint16_t* panel = buffer + (p - b0) * kb;
+          const W* panel = buffer + (p - b0) * kb;
           float* yt = y + m * ldy + p;
           if (k0 == 0) tile_rows<false>(rows, x + m * K + k0, K, panel, kl, yt, ldy);
           else tile_rows<true>(rows, x + m * K + k0, K, panel, kl, yt, ldy);
@@ -148,6 +171,20 @@ void matmul_wt_packed(const float* x, int64_t M, int64_t K, const uint16_t* w, i
   }
   // Fewer than 16 rows left: the streaming kernel.
   if (full_end < n1) matmul_wt(x, M, K, w, full_end, n1, y, ldy);
+}
+
+}  // namespace
+
+int64_t packed_buffer_size(int64_t K) { return kPanelsPerBlock * kPanel * k_block(K); }
+
+void matmul_wt_packed(const float* x, int64_t M, int64_t K, const uint16_t* w, int64_t n0, int64_t n1, float* y,
+                      int64_t ldy, uint16_t* buffer) {
+  packed_product(x, M, K, w, n0, n1, y, ldy, buffer);
+}
+
+void matmul_wt_packed(const float* x, int64_t M, int64_t K, const float* w, int64_t n0, int64_t n1, float* y,
+                      int64_t ldy, float* buffer) {
+  packed_product(x, M, K, w, n0, n1, y, ldy, buffer);
 }
 
 }  // namespace roll::engine::kernels

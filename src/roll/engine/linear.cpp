@@ -21,6 +21,11 @@ static bool& linear_split() {
   return on;
 }
 
+bool& linear_packed_fp32() {
+  static bool on = kernels::have_avx2() && !core::cpu_features().avx512f;
+  return on;
+}
+
 int64_t& linear_small_m_override(at::ScalarType weight_dtype) {
   static int64_t bf16 = -1, fp32 = -1;
   return weight_dtype == at::kBFloat16 ? bf16 : fp32;
@@ -189,6 +194,23 @@ std::vector<at::Tensor> packed_bf16(const at::Tensor& x, const std::vector<at::T
   });
 }
 
+// Many-row fp32 on AVX2 without AVX-512: the same packed kernel on fp32 panels, tasks of whole
+// blocks of 64 weight rows.
+at::Tensor packed_fp32(const at::Tensor& x, const at::Tensor& w) {
+  const int64_t M = x.size(0), K = x.size(1), N = w.size(0);
+  at::Tensor y = product_output(M, N, x.options());
+  const float* xp = x.data_ptr<float>();
+  const float* wp = w.data_ptr<float>();
+  float* yp = y.data_ptr<float>();
+  constexpr int64_t kBlock = 64;
+  const int64_t grain = std::max<int64_t>(1, row_grain(N, K) / kBlock);
+  at::parallel_for(0, (N + kBlock - 1) / kBlock, grain, [&](int64_t b0, int64_t b1) {
+    float* buffer = scratch<float>(static_cast<size_t>(kernels::packed_buffer_size(K)));
+    kernels::matmul_wt_packed(xp, M, K, wp, b0 * kBlock, std::min(N, b1 * kBlock), yp, N, buffer);
+  });
+  return y;
+}
+
 // Large-M bf16 without native bf16: each task widens a tile of weight rows into its own fp32 buffer (it stays in
 // cache) and runs a single-threaded BLAS product into its columns of y.
 at::Tensor tiled_bf16(const at::Tensor& x, const at::Tensor& w) {
@@ -286,6 +308,7 @@ bool select_bf16_products(const std::string& mode) {
 const char* linear_path(at::ScalarType weight_dtype) {
   if (weight_dtype != at::kBFloat16)
     return core::cpu_features().avx512f ? "fp32: AVX-512 streaming kernel for small M, BLAS above"
+           : linear_packed_fp32()       ? "fp32: AVX2 streaming kernel for small M, AVX2 kernel over packed weight panels above"
                                         : "fp32: AVX2 streaming kernel for small M, BLAS above";
   if (linear_native_bf16() && linear_amx())
     return "bf16: vdpbf16ps streaming kernel for one row (activations rounded to bf16), AMX tiles from 2 rows (AMX-BF16)";
@@ -327,7 +350,7 @@ Path path_of(int64_t M, int64_t K, at::ScalarType dtype) {
     // 63-73). Above 12 rows widened tiles through BLAS stay ahead in the engine's steps.
     return M > 1 && K > 2048 && linear_split() ? Path::kSplit : Path::kStreaming;
   }
-  if (dtype != at::kBFloat16) return Path::kBlas;
+  if (dtype != at::kBFloat16) return linear_packed_fp32() ? Path::kPacked : Path::kBlas;
   if (linear_native_bf16() && linear_amx() && K % 32 == 0) return Path::kAmx;
   if (linear_native_bf16() && linear_pairs() && K % 32 == 0) return Path::kPairs;
   if (linear_native_bf16()) return Path::kNativeBf16;
@@ -349,7 +372,7 @@ at::Tensor product(const at::Tensor& x, const at::Tensor& w) {
     case Path::kPairs: return pairs_bf16(x, {w})[0];
     case Path::kNativeBf16: return native_bf16(x, w);
     case Path::kSplit: return split_bf16(x, {w})[0];
-    case Path::kPacked: return packed_bf16(x, {w})[0];
+    case Path::kPacked: return w.scalar_type() == at::kFloat ? packed_fp32(x, w) : packed_bf16(x, {w})[0];
     case Path::kTiledBf16: return tiled_bf16(x, w);
     case Path::kBlas: break;
   }
@@ -374,7 +397,7 @@ std::vector<at::Tensor> linear_shared_input(const at::Tensor& x, const std::vect
   else if (path == Path::kAmx) ys = amx_bf16(x, ws);
   else if (path == Path::kPairs) ys = pairs_bf16(x, ws);
   else if (path == Path::kSplit) ys = split_bf16(x, ws);
-  else if (path == Path::kPacked) ys = packed_bf16(x, ws);
+  else if (path == Path::kPacked && ws.front().scalar_type() == at::kBFloat16) ys = packed_bf16(x, ws);
   else
     for (const at::Tensor& w : ws) ys.push_back(product(x, w));
   for (size_t i = 0; i < ys.size() && i < bs.size(); ++i)

@@ -37,6 +37,9 @@ bool& linear_native_bf16();
 // Whether those large-M native products run on AMX tiles (default: the CPU has AMX-BF16 and the
 // OS grants the tile state) rather than through ATen.
 bool& linear_amx();
+// Whether fp32 products above the streaming cut run on the AVX2 packed kernel rather than BLAS
+// (default: the CPU has AVX2 and no AVX-512, where BLAS has wider kernels); benches may switch it.
+bool& linear_packed_fp32();
 // Sets both from a bench's --bf16-products: "native" (the CPU's best: AMX tiles where usable,
 // else the vdpbf16ps pair kernel; without them what "split" gives), "aten" (native, ATen's
 // product instead of either), "split" (no native bf16; the AVX2 split kernel for small batches on
