@@ -1,14 +1,15 @@
-// The bf16 matrix product for many rows (prefill, batched decode) on AVX2 without bf16
-// instructions (cpu_kernels.h). The register tile is the classic one for 16 ymm registers: 6 rows
-// of x against 16 outputs, 12 accumulators, each k one broadcast of x per row against two vectors
-// of 8 weights. Those 16 weights per k must sit side by side, so a panel of 16 weight rows is
-// packed once per block of k, transposed to [k][16] and still bf16 (8x8 transposes of pairs in
-// registers), in an order that one shift and one mask widen (pack_panel). Packing costs a pass
-// over the weights per call, which the panel's reuse by every group of 6 rows of x pays back from
-// ~13 rows on long rows and ~32 on short ones; the dot-product kernels (split, streaming) stay
-// ahead below that. Packing bf16 rather than widened fp32 halves the packing's stores and ran
-// 10-15% faster at 16-64 rows. A block of 4 panels over at most 1024 k (128 KB) stays in L2 while
-// all of x passes it; sums over k blocks accumulate in y.
+// The matrix product for many rows (prefill, batched decode) on AVX2 (cpu_kernels.h): bf16 weights
+// where the CPU has no bf16 instructions, fp32 weights where it has no AVX-512. The register tile
+// is the classic one for 16 ymm registers: 6 rows of x against 16 outputs, 12 accumulators, each
+// k one broadcast of x per row against two vectors of 8 weights. Those 16 weights per k must sit
+// side by side, so a panel of 16 weight rows is packed once per block of k, transposed to [k][16]
+// by 8x8 transposes in registers. bf16 panels stay bf16 (the transposes move pairs), in an order
+// that one shift and one mask widen (pack_panel); packing bf16 rather than widened fp32 halves
+// the packing's stores and ran 10-15% faster at 16-64 rows. Packing costs a pass over the weights
+// per call, which the panel's reuse by every group of 6 rows of x pays back from ~13 rows on long
+// rows and ~24 on short ones for bf16 (the dot-product kernels, split and streaming, stay ahead
+// below that), from 9 rows for fp32. A block of 4 panels over at most 1024 k (128 KB bf16, 256 KB
+// fp32) stays in L2 while all of x passes it; sums over k blocks accumulate in y.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -23,7 +24,7 @@ namespace {
 
 constexpr int64_t kPanel = 16;          // weight rows per packed panel (two ymm of outputs)
 constexpr int64_t kPanelsPerBlock = 4;  // panels packed together and reused by all of x
-constexpr int64_t kMaxKBlock = 1024;    // k per block at most: 4 panels * 1024 * 16 * 2 B = 128 KB
+constexpr int64_t kMaxKBlock = 1024;    // k per block at most
 constexpr int kRowsPerTile = 6;         // rows of x per register tile
 
 // k per block: K cut into equal blocks of at most kMaxKBlock, rounded up to 16.

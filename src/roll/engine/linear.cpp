@@ -347,10 +347,10 @@ Path path_of(int64_t M, int64_t K, at::ScalarType dtype) {
     // where 4 rows of x no longer sit in L1 beside the weight row) the split kernel ran 89-96
     // GFLOP/s at 8 rows against the streaming kernel's 42-63, and even at 2; on short rows (K =
     // 896) the streaming kernel's single stream per thread reads faster (q/o at 8 rows 107 against
-    // 63-73). Above 12 rows widened tiles through BLAS stay ahead in the engine's steps.
+    // 63-73). Above 12 rows the split and packed kernels take over (below).
     return M > 1 && K > 2048 && linear_split() ? Path::kSplit : Path::kStreaming;
   }
-  if (dtype != at::kBFloat16) return linear_packed_fp32() ? Path::kPacked : Path::kBlas;
+  if (dtype != at::kBFloat16) return dtype == at::kFloat && linear_packed_fp32() ? Path::kPacked : Path::kBlas;
   if (linear_native_bf16() && linear_amx() && K % 32 == 0) return Path::kAmx;
   if (linear_native_bf16() && linear_pairs() && K % 32 == 0) return Path::kPairs;
   if (linear_native_bf16()) return Path::kNativeBf16;
