@@ -28,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "roll/core/cpu_block_cache.h"
 #include "roll/core/cpu_features.h"
 #include "roll/core/parallel_for.h"
 #include "roll/engine/cpu_kernels.h"
@@ -343,6 +344,8 @@ void bench_prefill(const Options& o, const std::string& preset, std::shared_ptr<
 
 int main(int argc, char** argv) {
   Options o;
+  // As every roll process does (ROLL_CPU_BLOCK_CACHE_MB=0 measures without it).
+  roll::core::install_cpu_block_cache(roll::core::cpu_block_cache_limit_from_env());
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto next = [&] { return i + 1 < argc ? std::string(argv[++i]) : std::string(); };

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "roll/core/cpu_block_cache.h"
 #include "roll/model/model_init.h"
 #include "roll/model/transformer.h"
 
@@ -58,6 +59,8 @@ double forward_flops(const ModelConfig& c, int64_t batch, int64_t T, bool full_l
 }  // namespace
 
 int main(int argc, char** argv) {
+  // As every roll process does (ROLL_CPU_BLOCK_CACHE_MB=0 measures without it).
+  roll::core::install_cpu_block_cache(roll::core::cpu_block_cache_limit_from_env());
   std::string preset = "qwen2.5-0.5b-shape";
   int threads = 2;
   std::string dtypes = "fp32,bf16";

@@ -21,6 +21,7 @@
 // A configuration whose optimizer state would not fit in MemAvailable is skipped (reported).
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
+#include <torch/csrc/autograd/profiler_legacy.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
@@ -40,6 +41,7 @@
 
 #include "roll/comm/process_group.h"
 #include "roll/comm/store.h"
+#include "roll/core/cpu_block_cache.h"
 #include "roll/model/lora.h"
 #include "roll/model/model_init.h"
 #include "roll/model/transformer.h"
@@ -65,6 +67,7 @@ struct Args {
   std::vector<int64_t> lora_ranks = {0};
   std::string lora_target = "q_proj,k_proj,v_proj,o_proj";
   int rounds = 1;
+  std::string trace;  // chrome trace of ATen's ops in the last measured step (one rank, one configuration)
   // Child mode (one rank of a multi-rank or isolated measurement).
   int child_rank = -1, child_world = 1, child_port = 0, child_gc = 1;
   int64_t child_lora = 0;
@@ -95,7 +98,9 @@ double gemm_peak(at::ScalarType dtype, int threads, bool smoke) {
       else at::mm(g.t(), x);               // weight gradient
     };
     run();
-    for (int i = 0; i < 2; ++i) {
+    // Best of several: on a shared VM single products vary by a factor of up to 2 from one moment
+    // to the next, and a low peak would overstate the MFU.
+    for (int i = 0; i < 6; ++i) {
       auto t0 = Clock::now();
       run();
       best = std::min(best, seconds_since(t0));
@@ -139,14 +144,16 @@ struct Flops {
 };
 
 // FLOPs of one optimizer step over `tokens` tokens in sequences of T.
-Flops step_flops(const model::ModelConfig& c, int64_t tokens, int64_t T, bool gc) {
+// `micro_rows`: log-prob rows of one micro-batch; up to hidden_size of them the LM head's backward
+// reuses the forward's log-softmax (model/autograd_ops.cpp), above it recomputes the logits.
+Flops step_flops(const model::ModelConfig& c, int64_t tokens, int64_t T, int64_t micro_rows, bool gc) {
   const double H = c.hidden_size, D = c.head_dim, L = c.num_hidden_layers, F = c.intermediate_size;
   const double q = c.num_attention_heads * D, kv = c.num_key_value_heads * D, V = c.vocab_size;
   const double layers_fwd = 2.0 * L * (H * q + 2 * H * kv + q * H + 3 * H * F) * tokens + 2.0 * L * 2.0 * T * q * tokens;
   const double head_fwd = 2.0 * H * V * tokens;
   Flops f;
   f.model = 3.0 * (layers_fwd + head_fwd);
-  f.hardware = f.model + (gc ? layers_fwd : 0.0) + head_fwd;
+  f.hardware = f.model + (gc ? layers_fwd : 0.0) + (micro_rows > c.hidden_size ? head_fwd : 0.0);
   return f;
 }
 
@@ -208,6 +215,9 @@ Measured measure(const Args& a, const std::string& preset, const std::string& dt
     at::manual_seed(1000 * step + rank);
     std::vector<at::Tensor> ids;
     for (int64_t i = 0; i < a.ga; ++i) ids.push_back(at::randint(0, c.vocab_size, {B, T}, at::kLong));
+    std::unique_ptr<torch::autograd::profiler::RecordProfile> trace;
+    if (!a.trace.empty() && rank == 0 && step + 1 == a.steps + a.warmup)
+      trace = std::make_unique<torch::autograd::profiler::RecordProfile>(a.trace);
     auto t0 = Clock::now();
     for (int64_t i = 0; i < a.ga; ++i) {
       auto lp = s.log_probs(ids[i], mask, pos, false, 256);
@@ -230,6 +240,10 @@ Measured measure(const Args& a, const std::string& preset, const std::string& dt
   m.step_s = median(step_t);
   m.fwd_bwd_s = median(fb_t);
   m.optimizer_s = median(opt_t);
+  // Whether the measured steps reused their blocks (misses stop growing after the warm-up).
+  const core::CpuBlockCacheStats cache = core::cpu_block_cache_stats();
+  std::fprintf(stderr, "block cache: hits %lld misses %lld live %.2f GB cached %.2f GB\n", (long long)cache.hits,
+               (long long)cache.misses, cache.live_bytes / 1e9, cache.cached_bytes / 1e9);
   return m;
 }
 
@@ -237,7 +251,7 @@ void report(const Args& a, const std::string& preset, const std::string& dtype, 
             int64_t lora_rank, const Measured& m, double peak, int threads_per_rank, double load) {
   const model::ModelConfig c = config_of(preset, a.smoke);
   const int64_t tokens = a.micro * a.seq * a.ga * world;
-  const Flops f = step_flops(c, tokens, a.seq, gc);
+  const Flops f = step_flops(c, tokens, a.seq, a.micro * (a.seq - 1), gc);
   const double gflops = f.model / m.step_s / 1e9;
   std::printf(
       "{\"bench\":\"train_step\",\"preset\":\"%s\",\"params\":%lld,\"dtype\":\"%s\",\"ranks\":%d,"
@@ -348,6 +362,7 @@ int main(int argc, char** argv) {
       a.lora_ranks.clear();
       for (auto& r : split(next())) a.lora_ranks.push_back(std::stoll(r));
     } else if (k == "--lora-target") a.lora_target = next();
+    else if (k == "--trace") a.trace = next();
     else if (k == "--rounds") a.rounds = std::max(1, std::stoi(next()));
     else if (k == "--child-lora") a.child_lora = std::stoll(next());
     else if (k == "--child-dtype") a.child_dtype = next();
@@ -361,6 +376,8 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
+  // As every roll process does (ROLL_CPU_BLOCK_CACHE_MB=0 measures without it).
+  roll::core::install_cpu_block_cache(roll::core::cpu_block_cache_limit_from_env());
   if (a.child_rank >= 0) return run_child(a);
   if (a.smoke) {
     a.presets = {"tiny"};
@@ -414,7 +431,10 @@ int main(int argc, char** argv) {
                 m = run_ranks(a, std::filesystem::read_symlink("/proc/self/exe").string(), preset, dtype, gc, lora,
                               world);
               }
-              report(a, preset, dtype, world, gc, lora, m, peak, tpr, std::max(load, load1()));
+              // The peak again right after: the MFU is against the faster of the two measurements.
+              peaks.erase({dtype, tpr});
+              const double peak_after = world * peak_of(dtype, tpr);
+              report(a, preset, dtype, world, gc, lora, m, std::max(peak, peak_after), tpr, std::max(load, load1()));
             }
   return 0;
 }

@@ -284,8 +284,11 @@ TEST(MemoryPlanSeed, SharedNpusTimeShareAsRollOffloads) {
   const int64_t share = static_cast<int64_t>(64e9 * 0.8), block = 917504;
   EXPECT_LE(infer->phase_bytes("generate"), share);
   EXPECT_GT(infer->phase_bytes("generate"), share - block);
-  for (const auto& d : plan.devices)
-    if (d.device == 8) EXPECT_EQ(d.peak_bytes, infer->phase_bytes("generate") + process);
+  for (const auto& d : plan.devices) {
+    if (d.device == 8) {
+      EXPECT_EQ(d.peak_bytes, infer->phase_bytes("generate") + process);
+    }
+  }
   // The trainers (node 0, ZeRO-3 with CPU offload) keep the optimizer state in host memory.
   const WorkerMemory* train = plan.find("actor_train-0-G0");
   ASSERT_TRUE(train);
@@ -313,8 +316,47 @@ TEST(MemoryPlanSeed, CpuKeepsEverythingAndCountsTheSyncFile) {
   const WorkerMemory* infer = plan.find("actor_infer-0-G2");
   ASSERT_TRUE(infer);
   EXPECT_EQ(part(infer->states, "weight sync file"), 138304 * 2);
+  // Each keeps the freed blocks of its busiest phase (core/cpu_block_cache.h) through its other
+  // phases: the trainer's activations while the engine generates, the engine's step buffers while
+  // the trainer trains (this tiny model's are far below the cache's limit).
+  auto phase_sum = [](const WorkerMemory& w, const std::string& phase) {
+    int64_t n = 0;
+    if (w.transient.count(phase))
+      for (const auto& p : w.transient.at(phase))
+        if (p.name != "cached blocks") n += p.bytes;
+    return n;
+  };
+  const int64_t train_busiest = std::max(phase_sum(*train0, "train"), phase_sum(*train0, "log_probs"));
+  ASSERT_GT(train_busiest, 0);
+  ASSERT_TRUE(train0->transient.count("generate"));
+  EXPECT_EQ(part(train0->transient.at("generate"), "cached blocks"), train_busiest);
+  EXPECT_EQ(part(train0->transient.at("train"), "cached blocks"), train_busiest - phase_sum(*train0, "train"));
+  EXPECT_EQ(part(infer->transient.at("generate"), "cached blocks"), -1);
+  ASSERT_TRUE(infer->transient.count("train"));
+  EXPECT_EQ(part(infer->transient.at("train"), "cached blocks"), phase_sum(*infer, "generate"));
   // Every worker's peak counts in the node's total.
   int64_t sum_train = 0;
   for (const auto& w : plan.workers) sum_train += w.phase_bytes("train");
   EXPECT_EQ(plan.devices[0].phase_bytes.at("train"), sum_train + process_base_bytes(config::Platform::cpu));
+}
+
+TEST(MemoryPlanSeed, CpuBlockCacheLimitComesFromSystemEnvs) {
+  roll::testing::TempConfigDir dir;
+  dir.write("m/config.json", R"({"model_type": "qwen2", "vocab_size": 1000, "hidden_size": 64,
+    "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 128,
+    "tie_word_embeddings": true})");
+  dir.write("c.yaml", roll::testing::kRlvrConfig);
+  const auto off = roll::testing::load_in(dir, "", "c",
+                                          {"pretrain=" + dir.path() + "/m", "system_envs.ROLL_CPU_BLOCK_CACHE_MB=0"});
+  for (const auto& w : plan_of(off).workers)
+    for (const auto& [phase, parts] : w.transient) EXPECT_EQ(part(parts, "cached blocks"), -1) << w.worker << " " << phase;
+  const auto bad = roll::testing::load_in(dir, "", "c",
+                                          {"pretrain=" + dir.path() + "/m", "system_envs.ROLL_CPU_BLOCK_CACHE_MB=lots"});
+  try {
+    plan_of(bad);
+    FAIL() << "a malformed ROLL_CPU_BLOCK_CACHE_MB was accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.key(), "system_envs.ROLL_CPU_BLOCK_CACHE_MB");
+    EXPECT_NE(std::string(e.what()).find("'lots'"), std::string::npos) << e.what();
+  }
 }

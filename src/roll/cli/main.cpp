@@ -4,10 +4,18 @@
 #include <iostream>
 
 #include "roll/cli/commands.h"
+#include "roll/core/cpu_block_cache.h"
 #include "roll/core/error.h"
 #include "roll/workers/register_roles.h"
 
 int main(int argc, char** argv) {
+  try {
+    // Every subcommand, workers included: training steps reuse their large blocks.
+    roll::core::install_cpu_block_cache(roll::core::cpu_block_cache_limit_from_env());
+  } catch (const roll::Error& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return 2;
+  }
   roll::workers::register_builtin_roles();
   CLI::App app{"rollcpp: ROLL's RL post-training pipelines as one native program"};
   app.require_subcommand(1);

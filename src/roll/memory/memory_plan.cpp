@@ -3,11 +3,13 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <map>
 #include <set>
 #include <utility>
 
 #include "roll/config/lora_target.h"
+#include "roll/core/cpu_block_cache.h"
 #include "roll/core/error.h"
 #include "roll/core/process_memory.h"
 #include "roll/engine/engine_config.h"
@@ -298,6 +300,28 @@ bool copies_out(const config::PlacementPlan& placement, const config::PipelineCo
   return true;
 }
 
+int64_t parts_bytes(const std::vector<Part>& parts) {
+  int64_t n = 0;
+  for (const auto& p : parts) n += p.bytes;
+  return n;
+}
+
+// A CPU worker keeps the freed blocks of its busiest phase for reuse (core/cpu_block_cache.h), up
+// to the cache's limit, so in its other phases those bytes stay resident.
+void hold_cached_blocks(WorkerMemory& out, int64_t limit) {
+  int64_t busiest = 0;
+  for (const auto& [phase, parts] : out.transient)
+    if (phase != "load") busiest = std::max(busiest, parts_bytes(parts));
+  const int64_t held = std::min(limit, busiest);
+  for (const char* phase : kPhases) {
+    if (std::string(phase) == "load") continue;
+    const int64_t own = out.transient.count(phase) ? parts_bytes(out.transient.at(phase)) : 0;
+    if (held > own)
+      out.transient[phase].push_back({"cached blocks", held - own,
+                                      "freed blocks of its busiest phase, kept for reuse (ROLL_CPU_BLOCK_CACHE_MB)"});
+  }
+}
+
 }  // namespace
 
 MemoryPlan plan_memory(const config::PipelineConfig& c, const config::PlacementPlan& placement,
@@ -316,6 +340,17 @@ MemoryPlan plan_memory(const config::PipelineConfig& c, const config::PlacementP
       }
     }
   plan.capacity = device_capacity(cap);
+  // What each worker's block cache may keep: the config's system_envs reach the workers.
+  std::string cache_mib;
+  if (const char* env = std::getenv("ROLL_CPU_BLOCK_CACHE_MB")) cache_mib = env;
+  for (const auto& [k, v] : c.system_envs)
+    if (k == "ROLL_CPU_BLOCK_CACHE_MB") cache_mib = v;
+  int64_t cache_limit = 0;
+  try {
+    cache_limit = core::cpu_block_cache_limit(cache_mib.c_str(), cap.host_memory_bytes);
+  } catch (const Error& e) {
+    throw ConfigError("system_envs.ROLL_CPU_BLOCK_CACHE_MB", e.what());
+  }
   Context ctx{c, plan, {}};
   const int64_t base = process_base_bytes(plan.platform);
 
@@ -367,6 +402,7 @@ MemoryPlan plan_memory(const config::PipelineConfig& c, const config::PlacementP
       }
       for (const auto& [phase, t] : out.transient)
         if (phase != "load") out.active.push_back(phase);
+      if (on_cpu(plan.platform) && !cluster.cpu_only) hold_cached_blocks(out, cache_limit);
       if (!on_cpu(plan.platform) && !cluster.cpu_only && !out.states.empty()) {
         // ROLL's state_offload_manger around every call of a trainer or forward worker; vLLM and
         // SGLang sleep only when they share a device with another model.

@@ -96,6 +96,9 @@ std::vector<Part> train_activations(const ActivationInputs& in) {
     const int64_t chunk = std::min(t, in.head_chunk);
     add(parts, "LM-head gradient", m.vocab * m.hidden * (4 + b), "fp32 accumulator and its cast");
     add(parts, "LM-head chunk", chunk * m.vocab * (2 * b + 20), fmt::format("{} rows x {} logits", chunk, m.vocab));
+    // model/autograd_ops.cpp keeps every row's log-softmax for backward up to `hidden` rows.
+    if (t <= m.hidden)
+      add(parts, "kept LM-head log-probs", t * m.vocab * 4, fmt::format("{} rows x {} fp32", t, m.vocab));
   }
   if (!in.frozen_embeddings) {
     add(parts, "embedding gradient", m.vocab * m.hidden * b, "dense [vocab, hidden]");

@@ -77,9 +77,11 @@ struct CheckpointFn : public torch::autograd::Function<CheckpointFn> {
   }
 };
 
-// Forward of the chunked log-prob, shared by the autograd and the no-grad paths.
+// Forward of the chunked log-prob, shared by the autograd and the no-grad paths. With `kept`
+// ([M, V] fp32) it also writes every row's log-softmax there, for a backward without recompute.
 void chunked_forward(const at::Tensor& hidden, const at::Tensor& weight, const at::Tensor& targets,
-                     bool with_entropy, int64_t chunk, at::Tensor& logp, at::Tensor& entropy) {
+                     bool with_entropy, int64_t chunk, at::Tensor& logp, at::Tensor& entropy,
+                     at::Tensor* kept = nullptr) {
   const int64_t m = hidden.size(0);
   logp = at::empty({m}, hidden.options().dtype(at::kFloat));
   if (with_entropy) entropy = at::empty({m}, hidden.options().dtype(at::kFloat));
@@ -89,6 +91,10 @@ void chunked_forward(const at::Tensor& hidden, const at::Tensor& weight, const a
     at::Tensor lse = at::logsumexp(logits, -1);
     at::Tensor tgt = logits.gather(1, targets.slice(0, s, e).unsqueeze(1)).squeeze(1);
     logp.slice(0, s, e).copy_(tgt - lse);
+    if (kept) {
+      at::Tensor rows = kept->slice(0, s, e);
+      at::sub_out(rows, logits, lse.unsqueeze(1));
+    }
     if (with_entropy) {
       at::Tensor p = at::softmax(logits, -1);
       entropy.slice(0, s, e).copy_(lse - (p * logits).sum(-1));
@@ -99,15 +105,20 @@ void chunked_forward(const at::Tensor& hidden, const at::Tensor& weight, const a
 struct ChunkedLogProbFn : public torch::autograd::Function<ChunkedLogProbFn> {
   static variable_list forward(AutogradContext* ctx, at::Tensor hidden, at::Tensor weight, at::Tensor targets,
                                bool with_entropy, int64_t chunk) {
-    at::Tensor logp, entropy;
+    at::Tensor logp, entropy, kept;
     {
       at::NoGradGuard no_grad;
-      chunked_forward(hidden, weight, targets, with_entropy, chunk, logp, entropy);
+      // Backward needs every row's log-softmax. Recomputing it is a third of the head's backward
+      // products; keeping it costs rows x vocab fp32, which is no more than the [vocab, hidden]
+      // fp32 weight gradient backward makes anyway while there are at most `hidden` rows.
+      if (hidden.size(0) <= weight.size(1))
+        kept = at::empty({hidden.size(0), weight.size(0)}, hidden.options().dtype(at::kFloat));
+      chunked_forward(hidden, weight, targets, with_entropy, chunk, logp, entropy, kept.defined() ? &kept : nullptr);
     }
     ctx->saved_data["chunk"] = chunk;
     ctx->saved_data["with_entropy"] = with_entropy;
     if (!with_entropy) entropy = at::zeros_like(logp);
-    ctx->save_for_backward({hidden, weight, targets, entropy});
+    ctx->save_for_backward({hidden, weight, targets, entropy, kept});
     return {logp, entropy};
   }
 
@@ -117,35 +128,46 @@ struct ChunkedLogProbFn : public torch::autograd::Function<ChunkedLogProbFn> {
     const at::Tensor& weight = saved[1];
     const at::Tensor& targets = saved[2];
     const at::Tensor& entropy = saved[3];
+    const at::Tensor& kept = saved[4];
     const int64_t chunk = ctx->saved_data["chunk"].toInt();
     const bool with_entropy = ctx->saved_data["with_entropy"].toBool();
     at::Tensor g_logp = grads[0].defined() ? grads[0].to(at::kFloat) : at::Tensor();
     at::Tensor g_ent = with_entropy && grads[1].defined() ? grads[1].to(at::kFloat) : at::Tensor();
     const int64_t m = hidden.size(0);
-    at::Tensor g_hidden = at::zeros_like(hidden);
-    at::Tensor g_weight = at::zeros(weight.sizes(), weight.options().dtype(at::kFloat));
+    // Both gradients are written by the products themselves (the first chunk's product sets the
+    // weight gradient, the rest add to it): no [vocab, hidden] temporary per chunk.
+    at::Tensor g_hidden = at::empty(hidden.sizes(), hidden.options());
+    at::Tensor g_weight = at::empty(weight.sizes(), weight.options().dtype(at::kFloat));
+    if (m == 0) g_weight.zero_();
+    const bool fp32 = hidden.scalar_type() == at::kFloat && weight.scalar_type() == at::kFloat;
     at::NoGradGuard no_grad;
     for (int64_t s = 0; s < m; s += chunk) {
       const int64_t e = std::min(m, s + chunk);
       at::Tensor h = hidden.slice(0, s, e);
-      at::Tensor logits = at::matmul(h, weight.t()).to(at::kFloat);
-      at::Tensor logp_all = at::log_softmax(logits, -1);
+      at::Tensor logp_all = kept.defined() ? kept.slice(0, s, e)
+                                           : at::log_softmax(at::matmul(h, weight.t()).to(at::kFloat), -1);
       at::Tensor p = logp_all.exp();
-      at::Tensor g = at::zeros_like(logits);
+      at::Tensor g;  // d loss / d logits
       if (g_logp.defined()) {
         // d logp_target / d z = onehot(target) - p
         at::Tensor gl = g_logp.slice(0, s, e).unsqueeze(1);
-        g -= p * gl;
+        g = p * gl.neg();
         g.scatter_add_(1, targets.slice(0, s, e).unsqueeze(1), gl);
       }
       if (g_ent.defined()) {
         // d H / d z_j = -p_j (log p_j + H)
         at::Tensor ge = g_ent.slice(0, s, e).unsqueeze(1);
-        g -= ge * p * (logp_all + entropy.slice(0, s, e).unsqueeze(1));
+        at::Tensor t = ge * p * (logp_all + entropy.slice(0, s, e).unsqueeze(1));
+        g = g.defined() ? g.sub_(t) : t.neg_();
       }
-      at::Tensor gd = g.to(hidden.scalar_type());
-      g_hidden.slice(0, s, e).copy_(at::matmul(gd, weight));
-      g_weight.add_(at::matmul(g.t(), h.to(at::kFloat)));
+      if (!g.defined()) g = at::zeros_like(p);
+      if (fp32) {
+        at::Tensor gh = g_hidden.slice(0, s, e);
+        at::mm_out(gh, g, weight);
+      } else {
+        g_hidden.slice(0, s, e).copy_(at::matmul(g.to(hidden.scalar_type()), weight));
+      }
+      g_weight.addmm_(g.t(), h.to(at::kFloat), /*beta=*/s == 0 ? 0.0 : 1.0);
     }
     return {g_hidden, g_weight.to(weight.scalar_type()), at::Tensor(), at::Tensor(), at::Tensor()};
   }

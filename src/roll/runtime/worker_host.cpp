@@ -37,9 +37,9 @@ int run_worker_host() {
   // worker spawns get the default back (posix_spawn with POSIX_SPAWN_SETSIGDEF).
   std::signal(SIGPIPE, SIG_IGN);
   // Tensors are allocated and freed every micro-batch. Above glibc's mmap threshold each one is a
-  // fresh mmap whose pages the kernel faults in and zeroes (most of a small model's train time);
-  // the threshold is raised to its maximum (32 MiB on 64-bit) and the heap is not trimmed, so
-  // pages are reused. Vocabulary-sized chunks are kept under the threshold (trim_padding.h).
+  // fresh mmap whose pages the kernel faults in and zeroes (most of a small model's train time).
+  // Blocks of 1 MiB and more come from the CPU block cache (core/cpu_block_cache.h, installed by
+  // main); for those below, the threshold is raised to its maximum and the heap is not trimmed.
   mallopt(M_MMAP_THRESHOLD, 32 << 20);
   mallopt(M_TRIM_THRESHOLD, 1 << 30);
   log::set_identity(launch.worker_name, launch.rank, launch.world_size);
