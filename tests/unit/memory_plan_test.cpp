@@ -46,6 +46,14 @@ MemoryPlan plan_of(const config::LoadedConfig& l, PlanRequest r = {}) {
   return plan_memory(l.config, config::make_placement_plan(l.config, l.platform), r);
 }
 
+// The RLVR test config over a tiny model directory `m` (V 1000, H 64, 2 layers, tied embeddings).
+void write_tiny_rlvr(roll::testing::TempConfigDir& dir) {
+  dir.write("m/config.json", R"({"model_type": "qwen2", "vocab_size": 1000, "hidden_size": 64,
+    "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 128,
+    "tie_word_embeddings": true})");
+  dir.write("c.yaml", roll::testing::kRlvrConfig);
+}
+
 }  // namespace
 
 TEST(MemoryPlanModelSize, CountsMatchThePublishedParameterCounts) {
@@ -298,10 +306,7 @@ TEST(MemoryPlanSeed, SharedNpusTimeShareAsRollOffloads) {
 
 TEST(MemoryPlanSeed, CpuKeepsEverythingAndCountsTheSyncFile) {
   roll::testing::TempConfigDir dir;
-  dir.write("m/config.json", R"({"model_type": "qwen2", "vocab_size": 1000, "hidden_size": 64,
-    "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 128,
-    "tie_word_embeddings": true})");
-  dir.write("c.yaml", roll::testing::kRlvrConfig);
+  write_tiny_rlvr(dir);
   const auto l = roll::testing::load_in(dir, "", "c", {"pretrain=" + dir.path() + "/m"});
   const auto plan = plan_of(l);
   ASSERT_TRUE(plan.complete());
@@ -342,10 +347,7 @@ TEST(MemoryPlanSeed, CpuKeepsEverythingAndCountsTheSyncFile) {
 
 TEST(MemoryPlanSeed, CpuBlockCacheLimitComesFromSystemEnvs) {
   roll::testing::TempConfigDir dir;
-  dir.write("m/config.json", R"({"model_type": "qwen2", "vocab_size": 1000, "hidden_size": 64,
-    "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 128,
-    "tie_word_embeddings": true})");
-  dir.write("c.yaml", roll::testing::kRlvrConfig);
+  write_tiny_rlvr(dir);
   const auto off = roll::testing::load_in(dir, "", "c",
                                           {"pretrain=" + dir.path() + "/m", "system_envs.ROLL_CPU_BLOCK_CACHE_MB=0"});
   for (const auto& w : plan_of(off).workers)
