@@ -91,3 +91,15 @@ TEST(CoreCpuBlockCache, TheLimitComesFromTheEnvironmentAndABadValueNamesIt) {
   unsetenv("ROLL_CPU_BLOCK_CACHE_MB");
   EXPECT_GT(cpu_block_cache_limit_from_env(), 0);
 }
+
+TEST(CoreCpuBlockCache, ALimitOfZeroAfterInstallingKeepsNothing) {
+  install_cpu_block_cache(kLimit);
+  install_cpu_block_cache(0);
+  { at::Tensor t = floats(kFloats4MiB); }
+  EXPECT_EQ(cpu_block_cache_stats().cached_bytes, 0);
+  EXPECT_EQ(cpu_block_cache_stats().limit_bytes, 0);
+  install_cpu_block_cache(kLimit);
+  { at::Tensor t = floats(kFloats4MiB); }
+  EXPECT_EQ(cpu_block_cache_stats().cached_bytes, int64_t{4} << 20);
+  release_cpu_block_cache();
+}

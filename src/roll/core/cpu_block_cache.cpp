@@ -136,11 +136,12 @@ class CachingCpuAllocator final : public c10::Allocator {
 }  // namespace
 
 void install_cpu_block_cache(int64_t limit_bytes) {
-  if (limit_bytes <= 0) return;
+  static std::once_flag installed;
   CachingCpuAllocator& a = CachingCpuAllocator::instance();
-  a.set_limit(limit_bytes);
+  a.set_limit(std::max<int64_t>(0, limit_bytes));  // 0 once installed: every freed block is unmapped
+  if (limit_bytes <= 0) return;
   // Above the priority ATen registers its default allocator with, so nothing later replaces it.
-  c10::SetCPUAllocator(&a, /*priority=*/1);
+  std::call_once(installed, [&a] { c10::SetCPUAllocator(&a, /*priority=*/1); });
 }
 
 int64_t cpu_block_cache_limit(const char* mib, int64_t physical_bytes) {

@@ -21,7 +21,7 @@ struct CpuBlockCacheStats {
 
 // Makes the cache ATen's CPU allocator for the rest of the process (tensors allocated before keep
 // their own deleters). `limit_bytes` caps the freed bytes kept; 0 installs nothing. Calling it
-// again only changes the limit.
+// again only changes the limit (0 then keeps nothing).
 void install_cpu_block_cache(int64_t limit_bytes);
 
 // The limit a value of ROLL_CPU_BLOCK_CACHE_MB asks for (0 disables the cache; null or empty: a

@@ -39,7 +39,8 @@ int run_worker_host() {
   // Tensors are allocated and freed every micro-batch. Above glibc's mmap threshold each one is a
   // fresh mmap whose pages the kernel faults in and zeroes (most of a small model's train time).
   // Blocks of 1 MiB and more come from the CPU block cache (core/cpu_block_cache.h, installed by
-  // main); for those below, the threshold is raised to its maximum and the heap is not trimmed.
+  // main unless ROLL_CPU_BLOCK_CACHE_MB=0); below that, and without the cache, the threshold is
+  // raised to its maximum and the heap is not trimmed.
   mallopt(M_MMAP_THRESHOLD, 32 << 20);
   mallopt(M_TRIM_THRESHOLD, 1 << 30);
   log::set_identity(launch.worker_name, launch.rank, launch.world_size);
