@@ -14,7 +14,8 @@
 //   LoRA adapters and sends only those; the engine side writes base + (alpha / r) B A into its
 //   weights (workers/adapter_sync.h), as a LoRA infer worker does. Paths shm and broadcast.
 // Per preset, dtype and path: bytes, median seconds of --repeats (after one untimed first sync,
-// which creates and populates the file), min, max, GB/s.
+// which creates and populates the file), min, max, GB/s. Both ranks run with
+// OMP_WAIT_POLICY=PASSIVE, as the runtime starts workers, unless the variable is set.
 //
 //   bench_weight_sync [--presets small,qwen2.5-0.5b-shape] [--dtypes fp32,bf16] [--paths shm,shm-share,broadcast]
 //                     [--bucket-mb 1024] [--repeats 5] [--threads 2] [--smoke] [--lora R [--lora-target T]]
@@ -267,6 +268,17 @@ int run(int rank, const Options& o, std::shared_ptr<roll::comm::Store> store = n
 }  // namespace
 
 int main(int argc, char** argv) {
+  // The two ranks share the cores as a trainer and an infer worker do, and the runtime starts
+  // every worker with OMP_WAIT_POLICY=PASSIVE (runtime/cluster.cpp): a rank whose OpenMP threads
+  // spin after their last parallel region takes a core from the other's merge or copy. libgomp
+  // reads the variable when it loads, so the bench sets it and runs itself again; a value the
+  // user set wins.
+  if (std::getenv("OMP_WAIT_POLICY") == nullptr) {
+    setenv("OMP_WAIT_POLICY", "PASSIVE", 1);
+    execv("/proc/self/exe", argv);
+    std::cerr << "bench_weight_sync: cannot run itself again with OMP_WAIT_POLICY=PASSIVE\n";
+    return 1;
+  }
   Options o;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];

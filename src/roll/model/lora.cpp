@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "roll/core/error.h"
+#include "roll/model/lora_merge_kernel.h"
 
 namespace fs = std::filesystem;
 
@@ -51,16 +52,29 @@ std::string lora_b_name(const std::string& module) { return module + ".lora_B.we
 
 void lora_merge_into(const at::Tensor& out, const at::Tensor& w, const at::Tensor& a, const at::Tensor& b, double scale,
                      const std::string& module) {
-  if (a.dim() != 2 || b.dim() != 2 || a.size(1) != w.size(1) || b.size(0) != w.size(0) || a.size(0) != b.size(1))
-    throw Error(fmt::format("LoRA adapter of '{}': A {} and B {} do not fit the weight {}", module, c10::str(a.sizes()),
-                            c10::str(b.sizes()), c10::str(w.sizes())));
-  if (out.scalar_type() != w.scalar_type() || !out.sizes().equals(w.sizes()))
-    throw Error(fmt::format("LoRA merge of '{}': the target is {} {}, the weight {} {}", module,
-                            c10::toString(out.scalar_type()), c10::str(out.sizes()), c10::toString(w.scalar_type()),
-                            c10::str(w.sizes())));
-  at::NoGradGuard no_grad;
-  at::Tensor dst = out;  // addmm_out takes a non-const reference
-  at::addmm_out(dst, w, b.to(w.scalar_type()), a.to(w.scalar_type()), 1.0, scale);
+  lora_merge_all_into({LoraMergeItem{out, w, a, b, module}}, scale);
+}
+
+void lora_merge_all_into(const std::vector<LoraMergeItem>& items, double scale) {
+  std::vector<LoraMergeJob> on_cpu;
+  for (const auto& [out, w, a, b, module] : items) {
+    if (a.dim() != 2 || b.dim() != 2 || w.dim() != 2 || a.size(1) != w.size(1) || b.size(0) != w.size(0) ||
+        a.size(0) != b.size(1))
+      throw Error(fmt::format("LoRA adapter of '{}': A {} and B {} do not fit the weight {}", module,
+                              c10::str(a.sizes()), c10::str(b.sizes()), c10::str(w.sizes())));
+    if (out.scalar_type() != w.scalar_type() || !out.sizes().equals(w.sizes()))
+      throw Error(fmt::format("LoRA merge of '{}': the target is {} {}, the weight {} {}", module,
+                              c10::toString(out.scalar_type()), c10::str(out.sizes()),
+                              c10::toString(w.scalar_type()), c10::str(w.sizes())));
+    if (lora_merge_kernel_applies(out, w)) {
+      on_cpu.push_back({out, w, a, b, scale});
+      continue;
+    }
+    at::NoGradGuard no_grad;
+    at::Tensor dst = out;  // copy_ takes a non-const reference
+    dst.copy_(at::addmm(w.to(at::kFloat), b.to(at::kFloat), a.to(at::kFloat), 1.0, scale));
+  }
+  if (!on_cpu.empty()) lora_merge_cpu(on_cpu);
 }
 
 NamedTensors merge_lora(const NamedTensors& base, const LoraConfig& config, const NamedTensors& adapters) {
@@ -70,20 +84,20 @@ NamedTensors merge_lora(const NamedTensors& base, const LoraConfig& config, cons
     if (module.empty()) throw Error(fmt::format("'{}' is not a LoRA adapter tensor (lora_A / lora_B)", name));
     (name.ends_with(".lora_A.weight") ? a : b)[module] = t;
   }
-  at::NoGradGuard no_grad;
   NamedTensors out;
+  std::vector<LoraMergeItem> items;
   for (const auto& [module, A] : a) {
     auto Bit = b.find(module);
     if (Bit == b.end()) throw Error(fmt::format("LoRA adapter of '{}' has lora_A but no lora_B", module));
     const std::string weight = module + ".weight";
     auto w = std::find_if(base.begin(), base.end(), [&](const auto& p) { return p.first == weight; });
     if (w == base.end()) throw Error(fmt::format("LoRA adapter names '{}', which the model does not have", weight));
-    at::Tensor merged = at::empty_like(w->second);
-    lora_merge_into(merged, w->second, A, Bit->second, config.scale(), module);
-    out.emplace_back(weight, std::move(merged));
+    out.emplace_back(weight, at::empty_like(w->second));
+    items.push_back({out.back().second, w->second, A, Bit->second, module});
   }
   for (const auto& [module, B] : b)
     if (!a.count(module)) throw Error(fmt::format("LoRA adapter of '{}' has lora_B but no lora_A", module));
+  lora_merge_all_into(items, config.scale());
   return out;
 }
 

@@ -38,11 +38,18 @@ std::vector<std::string> lora_modules(const LoraConfig& config, int64_t num_laye
 std::string lora_a_name(const std::string& module);
 std::string lora_b_name(const std::string& module);
 
-// out = W + scale * B A for one module (`out` of W's shape and dtype, may not alias W): one GEMM
-// that adds into W, A and B taken in W's dtype, products accumulated in fp32 and rounded once.
-// Shapes that do not fit are an error naming `module`.
+// out = W + scale * B A for one module (`out` of W's shape and dtype, may not alias W): A and B
+// in fp32, the sum formed in fp32 and rounded once to W's dtype; on CPU in one pass over W and
+// out (model/lora_merge_kernel.h). Shapes that do not fit are an error naming `module`.
 void lora_merge_into(const at::Tensor& out, const at::Tensor& w, const at::Tensor& a, const at::Tensor& b, double scale,
                      const std::string& module);
+
+// The same for many modules (a weight sync), the CPU ones in one parallel region.
+struct LoraMergeItem {
+  at::Tensor out, w, a, b;
+  std::string module;
+};
+void lora_merge_all_into(const std::vector<LoraMergeItem>& items, double scale);
 
 // W + scale * B A for every module with adapters in `adapters`, read from `base` (HF names) and
 // returned under the base weight's name in its dtype; the product is taken in fp32.

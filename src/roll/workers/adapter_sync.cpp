@@ -25,14 +25,16 @@ void AdapterSync::write_into(const model::NamedTensors& adapters, const model::N
     if (it == m.end()) throw Error(fmt::format("LoRA weight sync: {} has no tensor '{}'", what, name));
     return it->second;
   };
+  std::vector<model::LoraMergeItem> items;
   for (const auto& [weight, base] : base_) {
     const std::string module = weight.substr(0, weight.size() - std::string(".weight").size());
-    model::lora_merge_into(need(own, weight, "the engine"), base, need(in, model::lora_a_name(module), "the update"),
-                           need(in, model::lora_b_name(module), "the update"), config_.scale(), module);
+    items.push_back({need(own, weight, "the engine"), base, need(in, model::lora_a_name(module), "the update"),
+                     need(in, model::lora_b_name(module), "the update"), module});
   }
   if (in.size() != 2 * base_.size())
     throw Error(fmt::format("LoRA weight sync: {} adapter tensors for {} adapted modules (targets differ?)", in.size(),
                             base_.size()));
+  model::lora_merge_all_into(items, config_.scale());
 }
 
 }  // namespace roll::workers

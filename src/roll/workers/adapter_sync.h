@@ -17,8 +17,8 @@ class AdapterSync {
 
   // Writes base + scale * B A of every adapted module into the engine's own tensor of that name
   // (`engine`: the engine's weights, as update_weights_in_place hands them). `adapters` must hold
-  // lora_A and lora_B of every adapted module. One GEMM per module that reads the base and writes
-  // the engine's tensor (no fresh pages, one pass over each).
+  // lora_A and lora_B of every adapted module. One pass over each base and engine tensor, all
+  // modules in one parallel region (model/lora_merge_kernel.h), no fresh pages.
   void write_into(const model::NamedTensors& adapters, const model::NamedTensors& engine);
 
   const model::LoraConfig& config() const { return config_; }
