@@ -6,8 +6,10 @@
 #      that a random model has a gradient, old log-probs from the first pass (so that the trainer
 #      reports its agreement with the engine): the KL to the base grows from 0, the engine's log-probs
 #      match the trainer's after every adapter sync, and checkpoint-2 holds a PEFT adapter and no
-#      full model; the two train ranks shard the adapters (ZeRO-3). Then the same on separate
-#      devices (one train rank, the broadcast sync).
+#      full model; the two train ranks shard the adapters (ZeRO-3). A also trains the tied
+#      embedding and LM head whole (additional_target: PEFT's modules_to_save), which the engine
+#      takes from each sync into an untied head. Then the same on separate devices (one train rank,
+#      the broadcast sync), adapters only.
 #   B  `roll lora merge` of that checkpoint; evaluating the merged model and the adapter directory
 #      itself gives the same validation metrics.
 #   C  `roll sft` with all-linear adapters writes a PEFT checkpoint too.
@@ -31,9 +33,10 @@ common=(--config_path "$root/examples/cpu" --config_name rlvr_arithmetic --quiet
 train=(max_steps=3 save_steps=2 eval_steps=0 use_kl_loss=true kl_loss_coef=0.01 entropy_loss_coef=0.1
        actor_train.training_args.learning_rate=5e-3 actor_train.training_args.lr_scheduler_type=constant)
 
-check_run() {  # check_run METRICS CHECKPOINT
-  $py - "$1" "$2" <<'PY'
+check_run() {  # check_run METRICS CHECKPOINT [SAVED_MODULES,...]
+  $py - "$1" "$2" "${3:-}" <<'PY'
 import json, struct, sys
+saved = [m for m in sys.argv[3].split(",") if m]
 rows = [json.loads(l)["metrics"] for l in open(sys.argv[1])]
 assert len(rows) == 3, len(rows)
 kl = [m["actor/kl_loss"] for m in rows]
@@ -49,21 +52,24 @@ assert sorted(cfg["target_modules"]) == ["q_proj", "up_proj", "v_proj"], cfg
 with open(sys.argv[2] + "/adapter_model.safetensors", "rb") as f:
     (n,) = struct.unpack("<Q", f.read(8))
     names = [k for k in json.loads(f.read(n)) if k != "__metadata__"]
-assert len(names) == 2 * 3 * 2, names  # 2 layers x 3 modules x (A, B)
-assert all(k.startswith("base_model.model.model.layers.") for k in names), names
+assert (cfg["modules_to_save"] or []) == saved, cfg
+assert len(names) == 2 * 3 * 2 + len(saved), names  # 2 layers x 3 modules x (A, B), the saved modules
+assert all(k.startswith("base_model.model.model.layers.") or k[len("base_model.model."):-len(".weight")] in saved
+           for k in names), names
 print("KL to the base", [f"{x:.2e}" for x in kl], "train/infer token ratio", tik)
 PY
 }
 
 echo "== A: 3 LoRA steps with a reference from the base, colocated, 2 ZeRO-3 ranks"
 "$roll" rlvr "${common[@]}" "${lora[@]}" "${train[@]}" output_dir=./out exp_name=a \
+  +actor_train.model_args.additional_target=embed_tokens,lm_head \
   +actor_train.strategy_args.strategy_config.zero_optimization.stage=3 > a.log 2>&1 \
   || { tail -40 a.log; exit 1; }
 grep -q "LoRA: no reference cluster" a.log || { echo "no word that the reference comes from actor_train"; exit 1; }
 grep -q "by shared memory (0 computing from it)" a.log || { grep "model update" a.log; exit 1; }
 ckpt=out/actor_train/checkpoint-2
 test -f "$ckpt/adapter_model.safetensors" && test -f "$ckpt/adapter_config.json" && test ! -e "$ckpt/model.safetensors"
-check_run "$(find . -path "*/a/*" -name metrics.jsonl | head -1)" "$ckpt"
+check_run "$(find . -path "*/a/*" -name metrics.jsonl | head -1)" "$ckpt" model.embed_tokens,lm_head
 
 echo "== A2: the same on separate devices"
 "$roll" rlvr "${common[@]}" "${lora[@]}" "${train[@]}" output_dir=./out2 exp_name=a2 \

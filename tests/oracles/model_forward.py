@@ -6,7 +6,9 @@ usage: model_forward.py MODEL_DIR INPUTS_JSON OUT_BIN [ADAPTER_DIR]
 INPUTS_JSON: {"input_ids": [[...]], "attention_mask": [[...]], "position_ids": [[...]]}
 OUT_BIN: raw little-endian float32 logits [B, T, vocab].
 ADAPTER_DIR: a PEFT LoRA adapter (adapter_config.json, adapter_model.safetensors) merged into the
-weights in float64 with numpy first, as PEFT's merge_and_unload defines it: W + (lora_alpha / r) B A.
+weights in float64 with numpy first, as PEFT's merge_and_unload defines it: W + (lora_alpha / r) B A;
+the parameters of its modules_to_save replace the base's (a saved copy of one of two tied tensors
+leaves the other as it was, since PEFT's copy is a module of its own).
 """
 import json
 import math
@@ -61,12 +63,24 @@ def apply_peft_adapter(w, adapter_dir):
     targets = cfg["target_modules"]
     tensors = load_safetensors(os.path.join(adapter_dir, "adapter_model.safetensors"))
     prefix, tail_a, tail_b = "base_model.model.", ".lora_A.weight", ".lora_B.weight"
+    saved = cfg.get("modules_to_save") or []
+    if "lm_head.weight" not in w and any(
+        not n.endswith(tail_a) and not n.endswith(tail_b) for n in tensors
+    ):
+        w["lm_head.weight"] = w["model.embed_tokens.weight"]  # untied before either is replaced
     merged = 0
-    for name, a in tensors.items():
-        if not name.endswith(tail_a):
-            assert name.endswith(tail_b), name
-            continue
+    for name, t in tensors.items():
         assert name.startswith(prefix), name
+        if name.endswith(tail_b):
+            continue
+        if not name.endswith(tail_a):
+            param = name[len(prefix) :]
+            module = param.rsplit(".", 1)[0]
+            assert any(module == m or module.endswith("." + m) for m in saved), (saved, param)
+            assert t.shape == w[param].shape, (param, t.shape, w[param].shape)
+            w[param] = t
+            continue
+        a = t
         module = name[len(prefix) : -len(tail_a)]
         # PEFT's matching: a string is a regex over the whole module name, a list matches name tails.
         if isinstance(targets, str):

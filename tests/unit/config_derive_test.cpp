@@ -619,8 +619,30 @@ TEST(ConfigDerive, LoraOnActorTrainAndActorInferMustAgree) {
   EXPECT_NE(rank.find("actor_infer.model_args.lora_rank"), std::string::npos) << rank;
   auto bad = error_of([&] { f.rlvr({t + "lm_head", i + "lm_head"}); });
   EXPECT_NE(bad.find("actor_train.model_args.lora_target"), std::string::npos) << bad;
-  auto extra = error_of([&] { f.rlvr({t + "q_proj", i + "q_proj", "+actor_train.model_args.additional_target=embed_tokens"}); });
-  EXPECT_NE(extra.find("additional_target"), std::string::npos) << extra;
+  // additional_target: modules outside the layers train whole; the engine takes actor_train's.
+  auto saved = f.rlvr({t + "q_proj", i + "q_proj", "+actor_train.model_args.additional_target=embed_tokens,lm_head"});
+  EXPECT_EQ(*saved.config.actor_train.model_args.additional_target, "embed_tokens,lm_head");
+  auto inside = error_of([&] { f.rlvr({t + "q_proj", i + "q_proj", "+actor_train.model_args.additional_target=o_proj"}); });
+  EXPECT_NE(inside.find("actor_train.model_args.additional_target"), std::string::npos) << inside;
+  EXPECT_NE(inside.find("lora_target"), std::string::npos) << inside;
+  auto without = error_of([&] { f.rlvr({"+actor_train.model_args.additional_target=lm_head"}); });
+  EXPECT_NE(without.find("set lora_target as well"), std::string::npos) << without;
+  // The critic takes adapters too, its value head "score" trained whole; "lm_head" is not its.
+  const std::vector<std::string> gae = {"adv_estimator=gae", "reward_pretrain=/critic/model",
+                                        "critic.device_mapping=list(range(0,2))",
+                                        "critic.strategy_args.strategy_name=fsdp2_train",
+                                        "+critic.model_args.lora_target=all-linear"};
+  auto critic = f.rlvr(gae);
+  EXPECT_EQ(*critic.config.critic.model_args.lora_target, "all-linear");
+  auto critic_head = gae;
+  critic_head.push_back("+critic.model_args.additional_target=lm_head");
+  auto no_head = error_of([&] { f.rlvr(critic_head); });
+  EXPECT_NE(no_head.find("critic.model_args.additional_target"), std::string::npos) << no_head;
+  auto differ = error_of([&] {
+    f.rlvr({t + "q_proj", i + "q_proj", "+actor_train.model_args.additional_target=lm_head",
+            "+actor_infer.model_args.additional_target=norm"});
+  });
+  EXPECT_NE(differ.find("actor_infer.model_args.additional_target"), std::string::npos) << differ;
 }
 
 TEST(ConfigDerive, LoraComputesTheReferenceOnActorTrainAndStartsNoReferenceCluster) {

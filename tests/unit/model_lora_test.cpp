@@ -228,7 +228,7 @@ TEST(ModelLora, AdapterFilesWithOptionsRollcppDoesNotApplyAreRefused) {
   nlohmann::json cfg = nlohmann::json::parse(std::ifstream(cfg_path));
   EXPECT_EQ(load_peft_adapter(d.path() + "/a").adapters.size(), 4u);
   for (const auto& [field, value] : std::vector<std::pair<std::string, nlohmann::json>>{
-           {"use_dora", true}, {"use_rslora", true}, {"bias", "all"}, {"modules_to_save", {"lm_head"}}}) {
+           {"use_dora", true}, {"use_rslora", true}, {"bias", "all"}, {"modules_to_save", {"mlp"}}}) {
     nlohmann::json bad = cfg;
     bad[field] = value;
     std::ofstream(cfg_path) << bad.dump();
@@ -241,4 +241,100 @@ TEST(ModelLora, AdapterFilesWithOptionsRollcppDoesNotApplyAreRefused) {
   }
   std::ofstream(cfg_path) << cfg.dump();
   EXPECT_THROW(Transformer::load(d.path() + "/a", at::kFloat), Error) << "its base does not exist";
+}
+
+// additional_target (PEFT's modules_to_save): the embedding and the LM head of a tied bf16 model
+// train whole, as fp32 copies, beside the adapters; the base stays as it was and serves the
+// reference (adapters off); the copies are checkpointed under PEFT's names and resume.
+TEST(ModelLora, SavedModulesTrainWholeBesideTheAdaptersAndStepAsideForTheReference) {
+  TempConfigDir d;
+  auto base = test::tiny_model(at::kBFloat16);
+  ASSERT_TRUE(base->config().tie_word_embeddings);
+  base->save(d.path() + "/base");
+  const LoraConfig lc = lora_config_from_args("q_proj", 4, 8, 0, "actor_train.model_args", "embed_tokens,lm_head");
+  EXPECT_EQ(lc.modules_to_save, (std::vector<std::string>{"model.embed_tokens", "lm_head"}));
+  auto make = [&] {
+    auto m = Transformer::load(d.path() + "/base", at::kBFloat16);
+    m->add_lora(lc, 3);
+    train::TrainOptions o;
+    o.learning_rate = 1e-2;
+    o.total_steps = 10;
+    return std::make_unique<train::TrainStrategy>(m, o);
+  };
+  auto s = make();
+  const auto probe = test::make_batch(2, 8, 96, 50);
+  const at::Tensor base_logits = logits_of(*base, probe);
+  for (int64_t k = 0; k < 3; ++k) {
+    const auto b = test::make_batch(4, 12, 96, 20 + k);
+    s->train_step(1, [&](int64_t) { return test::micro_loss(*s, b, b.loss_mask.sum().item<double>(), 1, 1); });
+  }
+  for (const auto& [n, t] : s->model().named_parameters())
+    EXPECT_TRUE(at::equal(t, base->parameter(n))) << n << " (the base stays frozen)";
+  const NamedTensors trained = s->full_parameters();
+  ASSERT_EQ(trained.size(), 2 * 2 + 2u) << "q_proj adapters of 2 layers, the embedding and the head";
+  for (const char* name : {"model.embed_tokens.weight", "lm_head.weight"}) {
+    const at::Tensor t = named(trained, name);
+    EXPECT_EQ(t.scalar_type(), at::kFloat) << name;
+    EXPECT_GT((t - base->parameter("model.embed_tokens.weight").to(at::kFloat)).abs().max().item<double>(), 1e-3)
+        << name << " trained";
+  }
+  EXPECT_FALSE(at::equal(named(trained, "model.embed_tokens.weight"), named(trained, "lm_head.weight")))
+      << "the copies are untied, as PEFT's";
+  s->model().set_adapters_enabled(false);
+  EXPECT_TRUE(at::equal(logits_of(s->model(), probe), base_logits)) << "adapters off: the base, saved modules too";
+  s->model().set_adapters_enabled(true);
+  EXPECT_FALSE(at::equal(logits_of(s->model(), probe), base_logits));
+
+  const std::string ckpt = train::save_checkpoint(*s, d.path() + "/ckpt", 3);
+  const nlohmann::json cfg = nlohmann::json::parse(std::ifstream(ckpt + "/adapter_config.json"));
+  EXPECT_EQ(cfg["modules_to_save"], nlohmann::json({"model.embed_tokens", "lm_head"}));
+  auto file = SafetensorsFile::open(ckpt + "/adapter_model.safetensors");
+  EXPECT_TRUE(file->has("base_model.model.model.embed_tokens.weight"));
+  EXPECT_TRUE(file->has("base_model.model.lm_head.weight"));
+  auto resumed = make();
+  train::load_checkpoint(*resumed, ckpt);
+  EXPECT_TRUE(at::equal(logits_of(resumed->model(), probe), logits_of(s->model(), probe)));
+  auto loaded = Transformer::load(ckpt, at::kBFloat16);
+  EXPECT_TRUE(at::equal(logits_of(*loaded, probe), logits_of(s->model(), probe)));
+}
+
+// LoRA on the critic: adapters on its decoder and its value head ("score") trained whole, as
+// ROLL's critic trains its value head beside PEFT's adapters; checkpointed as PEFT's TOKEN_CLS.
+TEST(ModelLora, ACriticTrainsAdaptersAndItsValueHead) {
+  TempConfigDir d;
+  auto policy = test::tiny_model(at::kFloat);
+  policy->save(d.path() + "/base");
+  const LoraConfig lc = lora_config_from_args("q_proj,v_proj", 4, 8, 0, "critic.model_args", std::nullopt, true);
+  EXPECT_EQ(lc.modules_to_save, (std::vector<std::string>{"score"}));
+  auto make = [&] {
+    auto m = Transformer::load(d.path() + "/base", at::kFloat, /*value_head=*/true, 11);
+    m->add_lora(lc, 3);
+    train::TrainOptions o;
+    o.learning_rate = 1e-2;
+    o.total_steps = 10;
+    return std::make_unique<train::TrainStrategy>(m, o);
+  };
+  auto s = make();
+  const NamedTensors base_params = [&] {
+    NamedTensors out;
+    for (const auto& [n, t] : s->model().named_parameters()) out.emplace_back(n, t.clone());
+    return out;
+  }();
+  const auto b = test::make_batch(4, 12, 96, 21);
+  for (int64_t k = 0; k < 3; ++k)
+    s->train_step(1, [&](int64_t) { return (s->values(b.ids, b.mask, b.pos) - 1.0).pow(2).mean(); });
+  for (const auto& [n, t] : s->model().named_parameters())
+    EXPECT_TRUE(at::equal(t, named(base_params, n))) << n << " (the base stays frozen)";
+  const NamedTensors trained = s->full_parameters();
+  EXPECT_FALSE(at::equal(named(trained, "score.weight"), named(base_params, "score.weight")));
+  EXPECT_GT(named(trained, "model.layers.0.self_attn.q_proj.lora_B.weight").abs().max().item<double>(), 0);
+
+  const std::string ckpt = train::save_checkpoint(*s, d.path() + "/ckpt", 3);
+  const nlohmann::json cfg = nlohmann::json::parse(std::ifstream(ckpt + "/adapter_config.json"));
+  EXPECT_EQ(cfg["task_type"], "TOKEN_CLS");
+  EXPECT_TRUE(SafetensorsFile::open(ckpt + "/adapter_model.safetensors")->has("base_model.model.score.bias"));
+  auto resumed = make();
+  train::load_checkpoint(*resumed, ckpt);
+  at::NoGradGuard g;
+  EXPECT_TRUE(at::equal(resumed->model().values(b.ids, b.mask, b.pos), s->model().values(b.ids, b.mask, b.pos)));
 }

@@ -1,6 +1,8 @@
 // Transformer numerics against an independent plain-PyTorch reference (tests/oracles/model_forward.py
 // run with Debian's /usr/bin/python3 and python3-torch), plus internal consistency checks.
 #include <ATen/ATen.h>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -136,10 +138,12 @@ TEST(ModelTransformer, LlamaMatchesReference) { expect_matches_oracle(Architectu
 namespace {
 
 // A LoRA adapter written in PEFT's format, read back by the oracle (which merges W + alpha/r B A
-// itself) and by Transformer::load: the same logits as the model that wrote it.
-void expect_lora_matches_oracle(const std::string& target, int64_t rank, double alpha) {
+// itself and puts the saved modules in place of the base's) and by Transformer::load: the same
+// logits as the model that wrote it.
+void expect_lora_matches_oracle(const std::string& target, int64_t rank, double alpha,
+                                const std::vector<std::string>& modules_to_save = {}, bool tied = false) {
   TempConfigDir d;
-  auto c = small_config(Architecture::qwen2, false);
+  auto c = small_config(Architecture::qwen2, tied);
   auto m = perturbed(c, 7);
   m->save(d.path() + "/base");
   m = Transformer::load(d.path() + "/base", at::kFloat);
@@ -147,23 +151,36 @@ void expect_lora_matches_oracle(const std::string& target, int64_t rank, double 
   lora.target = config::parse_lora_target(target, "lora_target");
   lora.rank = rank;
   lora.alpha = alpha;
+  lora.modules_to_save = modules_to_save;
   m->add_lora(lora, 3);
   {
-    // B starts at zero (the adapter is a no-op): give it values so that it matters.
+    // B starts at zero (the adapter is a no-op) and the saved copies at the base: give them
+    // values so that they matter.
     at::manual_seed(4);
-    NamedTensors b;
+    NamedTensors moved;
     for (const auto& [name, t] : m->adapters())
-      if (name.ends_with(".lora_B.weight")) b.emplace_back(name, at::randn(t.sizes()) * 0.05);
-    m->load_adapters(b);
+      if (name.ends_with(".lora_B.weight")) moved.emplace_back(name, at::randn(t.sizes()) * 0.05);
+    for (const auto& [name, t] : m->saved_modules()) moved.emplace_back(name, t + at::randn(t.sizes()) * 0.05);
+    m->load_adapters(moved);
   }
-  save_peft_adapter(d.path() + "/adapter", lora, m->adapters(), d.path() + "/base");
-  expect_dir_matches_oracle(*m, d.path() + "/base", "LoRA " + target, d.path() + "/adapter");
+  NamedTensors files = m->adapters();
+  files.insert(files.end(), m->saved_modules().begin(), m->saved_modules().end());
+  save_peft_adapter(d.path() + "/adapter", lora, files, d.path() + "/base");
+  const std::string what = fmt::format("LoRA {} saving [{}]{}", target, fmt::join(modules_to_save, ","),
+                                       tied ? " tied" : "");
+  expect_dir_matches_oracle(*m, d.path() + "/base", what, d.path() + "/adapter");
   auto back = Transformer::load(d.path() + "/adapter", at::kFloat);
   ASSERT_NE(back->lora(), nullptr);
   EXPECT_EQ(back->adapters().size(), m->adapters().size());
+  EXPECT_EQ(back->saved_modules().size(), m->saved_modules().size());
   auto in = mixed_padding(c.vocab_size);
   at::NoGradGuard g;
-  EXPECT_TRUE(at::equal(back->logits(in.ids, in.mask, in.pos), m->logits(in.ids, in.mask, in.pos))) << target;
+  const at::Tensor logits = m->logits(in.ids, in.mask, in.pos);
+  EXPECT_TRUE(at::equal(back->logits(in.ids, in.mask, in.pos), logits)) << what;
+  // Merged into a plain model (untied where a saved copy needs it): the same logits, rounding apart.
+  back->merge_adapters();
+  EXPECT_EQ(back->lora(), nullptr);
+  EXPECT_LT((back->logits(in.ids, in.mask, in.pos) - logits).abs().max().item<float>(), 1e-4) << what;
 }
 
 }  // namespace
@@ -172,6 +189,13 @@ TEST(ModelTransformer, LoraAllLinearMatchesReference) { expect_lora_matches_orac
 TEST(ModelTransformer, LoraListAndRegexMatchReference) {
   expect_lora_matches_oracle("q_proj,v_proj,down_proj", 2, 16);
   expect_lora_matches_oracle(R"(.*\.layers\.1\..*(o_proj|up_proj))", 3, 3);
+}
+// additional_target (PEFT's modules_to_save), untied and tied: a saved embedding leaves a tied
+// head as it was, a saved head leaves the embedding.
+TEST(ModelTransformer, LoraWithSavedModulesMatchesReference) {
+  expect_lora_matches_oracle("q_proj", 2, 4, {"model.embed_tokens", "lm_head", "model.norm"});
+  expect_lora_matches_oracle("v_proj", 2, 4, {"model.embed_tokens"}, true);
+  expect_lora_matches_oracle("v_proj", 2, 4, {"lm_head", "model.norm"}, true);
 }
 
 TEST(ModelTransformer, TinyPresetWithFullVocabularyMatchesReference) {

@@ -222,11 +222,16 @@ void check_lora_args(Ctx& x, const std::string& role, const ModelArguments& a) {
   if (a.lora_alpha && *a.lora_alpha <= 0) x.error(key + ".lora_alpha", "lora_alpha must be > 0");
   if (a.lora_dropout < 0 || a.lora_dropout >= 1)
     x.error(key + ".lora_dropout", fmt::format("lora_dropout must be in [0, 1), got {}", a.lora_dropout));
-  if (a.additional_target)
-    x.error(key + ".additional_target", "training whole modules beside the LoRA adapters (PEFT's modules_to_save) "
-                                        "is not supported; see docs/known-gaps.md");
-  if (role != "actor_train" && role != "actor_infer" && role != "sft_train")
-    x.error(key + ".lora_target", fmt::format("LoRA applies to actor_train, actor_infer and sft_train, not {}", role));
+  if (a.additional_target) {
+    try {
+      parse_additional_target(*a.additional_target, role == "critic", key + ".additional_target");
+    } catch (const ConfigError& e) {
+      x.error(e.key(), e.what());
+    }
+  }
+  if (role != "actor_train" && role != "actor_infer" && role != "sft_train" && role != "critic")
+    x.error(key + ".lora_target",
+            fmt::format("LoRA applies to actor_train, actor_infer, critic and sft_train, not {}", role));
 }
 
 // actor_train trains the adapters actor_infer applies: both name the same modules, rank and alpha
@@ -263,6 +268,23 @@ void check_lora_roles(Ctx& x) {
     x.error("actor_infer.model_args.lora_alpha",
             fmt::format("actor_train.model_args.lora_alpha {} and actor_infer.model_args.lora_alpha {} differ",
                         t.lora_alpha.value_or(2 * t.lora_rank), i.lora_alpha.value_or(2 * i.lora_rank)));
+  // The engine takes actor_train's saved modules from the sync; actor_infer need not name them,
+  // and where it does it must name the same.
+  if (i.additional_target) {
+    try {
+      const auto ts = t.additional_target
+                          ? parse_additional_target(*t.additional_target, false, "actor_train.model_args.additional_target")
+                          : std::vector<std::string>{};
+      const auto is = parse_additional_target(*i.additional_target, false, "actor_infer.model_args.additional_target");
+      if (ts != is)
+        x.error("actor_infer.model_args.additional_target",
+                fmt::format("actor_train.model_args.additional_target {} and actor_infer.model_args.additional_target "
+                            "'{}' differ (the engine serves the modules actor_train trains whole)",
+                            t.additional_target ? "'" + *t.additional_target + "'" : "unset", *i.additional_target));
+    } catch (const ConfigError&) {
+      // reported by check_lora_args
+    }
+  }
 }
 
 void derive_worker(Ctx& x, const std::string& role, WorkerConfig& w, bool needs_devices) {
@@ -322,6 +344,10 @@ void derive_worker(Ctx& x, const std::string& role, WorkerConfig& w, bool needs_
     layout.keys.push_back(fmt::format("{}.model_args.ulysses_size = {}", role, w.model_args.ulysses_size));
   }
   if (w.model_args.lora_target) check_lora_args(x, role, w.model_args);
+  else if (w.model_args.additional_target)
+    x.error(role + ".model_args.additional_target",
+            "additional_target names modules trained whole beside LoRA adapters; set lora_target as well (without "
+            "LoRA the whole model trains)");
   if (w.model_args.dtype == "auto") w.model_args.dtype = resolve_auto_dtype(x.rules.compute_on_cpu, core::cpu_features());
   x.one_of(role + ".model_args.dtype", w.model_args.dtype, {"fp32", "bf16", "fp16", "auto"});
   if (needs_devices && x.rules.compute_on_cpu)

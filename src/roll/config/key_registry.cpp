@@ -43,7 +43,7 @@ constexpr KeyEntry kRegistry[] = {
     consumed("ModelArguments.lora_rank", "src/roll/workers/role_model.cpp"),
     consumed("ModelArguments.lora_alpha", "src/roll/workers/role_model.cpp"),
     consumed("ModelArguments.lora_dropout", "src/roll/workers/role_model.cpp"),
-    consumed("ModelArguments.additional_target", "src/roll/config/derive.cpp"),  // refused
+    consumed("ModelArguments.additional_target", "src/roll/workers/role_model.cpp"),
     consumed("ModelArguments.autocast_adapter_dtype", "src/roll/workers/role_model.cpp"),
     ignored("ModelArguments.trust_remote_code", "no Python model code is run"),
     ignored("ModelArguments.cache_dir", "models are found in the local hub caches ($HF_HOME, $MODELSCOPE_CACHE)"),

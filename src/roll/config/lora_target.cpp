@@ -77,4 +77,41 @@ std::vector<std::string> lora_target_modules(const LoraTarget& target, int64_t n
   return out;
 }
 
+std::vector<std::string> parse_additional_target(const std::string& value, bool value_head, const std::string& key) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (true) {
+    const size_t comma = value.find(',', start);
+    const std::string name = trim(value.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+    if (!name.empty()) {
+      std::string module;
+      if (name == "embed_tokens" || name == "model.embed_tokens") module = "model.embed_tokens";
+      else if (name == "norm" || name == "model.norm") module = "model.norm";
+      else if (name == "lm_head" && !value_head) module = "lm_head";
+      else if (name == "score" && value_head) module = "score";
+      else if (name == "lm_head" || name == "score")
+        throw ConfigError(key, fmt::format("additional_target '{}': {}", name,
+                                           value_head ? "a value-head model (the critic) has no LM head; its head is "
+                                                        "'score'"
+                                                      : "'score' is the critic's value head; this model has an LM "
+                                                        "head ('lm_head')"));
+      else
+        throw ConfigError(key, fmt::format("additional_target '{}': rollcpp trains whole only the modules outside the "
+                                           "decoder layers (embed_tokens, lm_head, norm; score on the critic); a "
+                                           "module inside the layers takes LoRA adapters (lora_target)",
+                                           name));
+      if (std::find(out.begin(), out.end(), module) == out.end()) out.push_back(module);
+    }
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  if (out.empty()) throw ConfigError(key, "additional_target names no module");
+  return out;
+}
+
+std::vector<std::string> saved_module_parameters(const std::string& module) {
+  if (module == "score") return {"score.weight", "score.bias"};
+  return {module + ".weight"};
+}
+
 }  // namespace roll::config

@@ -28,4 +28,15 @@ LoraTarget parse_lora_target(const std::string& value, const std::string& key);
 // The modules of a `num_layers`-layer decoder that `target` adapts, in model order.
 std::vector<std::string> lora_target_modules(const LoraTarget& target, int64_t num_layers);
 
+// ROLL's `model_args.additional_target`, PEFT's modules_to_save: a comma list of modules trained
+// whole beside the adapters. rollcpp trains the modules outside the decoder layers:
+// "embed_tokens", "lm_head", "norm" (the final norm) and, on a value-head model (the critic),
+// "score"; PEFT's full names ("model.embed_tokens", "model.norm") are accepted. Returns full
+// module names ("model.embed_tokens", "lm_head", "model.norm", "score") without repeats; any
+// other entry is a ConfigError naming `key`.
+std::vector<std::string> parse_additional_target(const std::string& value, bool value_head, const std::string& key);
+
+// The parameters of such a module: "lm_head" -> {"lm_head.weight"}, "score" -> weight and bias.
+std::vector<std::string> saved_module_parameters(const std::string& module);
+
 }  // namespace roll::config

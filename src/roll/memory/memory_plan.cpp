@@ -74,8 +74,25 @@ config::NodePtr child(const config::NodePtr& n, const char* key) {
   return n && n->is_map() ? n->get(key) : nullptr;
 }
 
-// LoRA adapter parameters: rank x (in + out) for each adapted linear module.
-int64_t lora_parameters(const ModelSize& m, const config::WorkerConfig& w, int64_t* base_copy) {
+// The modules a LoRA role trains whole (additional_target; a critic's score head), or none when
+// the value does not parse (validation reports it).
+std::vector<std::string> saved_modules(const config::WorkerConfig& w, bool value_head) {
+  std::vector<std::string> saved;
+  if (!w.model_args.lora_target) return saved;
+  if (w.model_args.additional_target) {
+    try {
+      saved = config::parse_additional_target(*w.model_args.additional_target, value_head, "additional_target");
+    } catch (const ConfigError&) {
+    }
+  }
+  if (value_head && std::find(saved.begin(), saved.end(), "score") == saved.end()) saved.push_back("score");
+  return saved;
+}
+
+// LoRA's trained parameters: rank x (in + out) for each adapted linear module, and the saved
+// modules whole. `base_copy`: what an engine keeps beside its weights to merge into (the adapted
+// modules' base weights, and an LM head of its own where a saved module unties it).
+int64_t lora_parameters(const ModelSize& m, const config::WorkerConfig& w, bool value_head, int64_t* base_copy) {
   if (!w.model_args.lora_target) return 0;
   const auto target = config::parse_lora_target(*w.model_args.lora_target, "model_args.lora_target");
   const int64_t q = m.heads * m.head_dim, kv = m.kv_heads * m.head_dim, r = w.model_args.lora_rank;
@@ -92,6 +109,18 @@ int64_t lora_parameters(const ModelSize& m, const config::WorkerConfig& w, int64
     n += r * (in + out);
     base += in * out;
   }
+  bool unties = false;
+  for (const std::string& s : saved_modules(w, value_head)) {
+    if (s == "model.embed_tokens" || s == "lm_head") {
+      n += m.vocab * m.hidden;
+      unties = unties || m.tied_embeddings;
+    } else if (s == "model.norm") {
+      n += m.hidden;
+    } else if (s == "score") {
+      n += m.hidden + 1;
+    }
+  }
+  if (unties) base += m.vocab * m.hidden;
   if (base_copy) *base_copy = base;
   return n;
 }
@@ -155,7 +184,9 @@ struct Context {
     a.seq_len = std::min(seq_len(), tokens);
     a.gradient_checkpointing = !w.model_args.disable_gradient_checkpointing;
     a.flash_attention = flash(w);
-    a.frozen_embeddings = w.model_args.lora_target.has_value();
+    a.frozen_embeddings =
+        w.model_args.lora_target.has_value() &&
+        !(w.model_args.additional_target && w.model_args.additional_target->find("embed_tokens") != std::string::npos);
     return a;
   }
 
@@ -181,7 +212,7 @@ struct Context {
     const auto sc = w.strategy_args ? w.strategy_args->strategy_config : nullptr;
     const auto param = child(child(child(sc, "zero_optimization"), "offload_param"), "device");
     t.offload_params = accelerator && o.zero_stage == 3 && param && param->is_scalar() && param->text() == "cpu";
-    t.lora_parameters = value_head ? 0 : lora_parameters(*m, w, nullptr);
+    t.lora_parameters = lora_parameters(*m, w, value_head, nullptr);
     t.adapter_bytes = w.model_args.autocast_adapter_dtype ? 4 : t.dtype_bytes;
     ResidentParts r = trainer_resident(t);
     out.states = std::move(r.device);
@@ -242,7 +273,7 @@ struct Context {
         (sequences_per_step() * (1 + static_cast<int64_t>(c.async_generation_ratio)) + workers - 1) / workers;
     e.prompt_length = c.prompt_length;
     if (cluster == "actor_infer" && c.actor_train.model_args.lora_target)
-      lora_parameters(*m, c.actor_train, &e.lora_base_copy_parameters);
+      lora_parameters(*m, c.actor_train, false, &e.lora_base_copy_parameters);
     if (!e.lazy_kv && e.capacity_bytes <= 0) {
       out.notes.push_back("KV cache unknown without the device's memory (--device or --device-memory-gb)");
       e.capacity_bytes = 0;

@@ -37,7 +37,8 @@ ResidentParts trainer_resident(const TrainerInputs& in) {
   if (in.lora_parameters > 0) {
     const int64_t na = in.lora_parameters, ab = in.adapter_bytes;
     add(r.device, "weights", n * b, fmt::format("{} frozen base, {} parameters", dtype_name(b), n));
-    add(r.device, "LoRA adapters", na * ab, fmt::format("{}, {} parameters", dtype_name(ab), na));
+    add(r.device, "LoRA adapters", na * ab,
+        fmt::format("{}, {} parameters (with the modules additional_target trains whole)", dtype_name(ab), na));
     if (ab != 4) add(state, "master weights", ceil_div(na, shard(1)) * 4, "fp32 adapters" + shard_note(1));
     add(state, "optimizer state", ceil_div(na, shard(1)) * 8, "AdamW moments, fp32" + shard_note(1));
     add(r.device, "gradients", ceil_div(na, shard(2)) * 4, "fp32 adapters" + shard_note(2));
@@ -133,7 +134,9 @@ EngineParts engine_memory(const EngineInputs& in) {
   const int64_t b = in.dtype_bytes;
   const int64_t weights = m.parameters() * b;
   add(e.resident, "weights", weights, fmt::format("{}, {} parameters", dtype_name(b), m.parameters()));
-  add(e.resident, "LoRA base copy", in.lora_base_copy_parameters * b, "adapted modules' base weights, for merging");
+  add(e.resident, "LoRA base copy", in.lora_base_copy_parameters * b,
+      "adapted modules' base weights, for merging (and an LM head of its own where a saved embedding or head "
+      "unties them)");
   const int64_t q = m.heads * m.head_dim, kv = m.kv_heads * m.head_dim;
   // vLLM sizes its buffers for the worst step (max_num_batched_tokens, max_num_seqs); on CPU the
   // pages a step touches are those of the sequences it runs.

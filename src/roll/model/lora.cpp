@@ -31,7 +31,8 @@ std::string module_of(const std::string& adapter_name) {
 }  // namespace
 
 LoraConfig lora_config_from_args(const std::string& lora_target, int64_t rank, std::optional<int64_t> alpha,
-                                 double dropout, const std::string& key) {
+                                 double dropout, const std::string& key,
+                                 const std::optional<std::string>& additional_target, bool value_head) {
   if (rank < 1) throw ConfigError(key + ".lora_rank", fmt::format("lora_rank must be >= 1, got {}", rank));
   if (dropout < 0 || dropout >= 1)
     throw ConfigError(key + ".lora_dropout", fmt::format("lora_dropout must be in [0, 1), got {}", dropout));
@@ -40,6 +41,10 @@ LoraConfig lora_config_from_args(const std::string& lora_target, int64_t rank, s
   c.rank = rank;
   c.alpha = static_cast<double>(alpha.value_or(2 * rank));
   c.dropout = dropout;
+  if (additional_target)
+    c.modules_to_save = config::parse_additional_target(*additional_target, value_head, key + ".additional_target");
+  if (value_head && std::find(c.modules_to_save.begin(), c.modules_to_save.end(), "score") == c.modules_to_save.end())
+    c.modules_to_save.push_back("score");
   return c;
 }
 
@@ -113,8 +118,10 @@ void save_peft_adapter(const std::string& dir, const LoraConfig& config, const N
   write_safetensors((fs::path(dir) / kAdapterFile).string(), file);
   nlohmann::json targets = config.target.regex.empty() ? nlohmann::json(config.target.modules)
                                                        : nlohmann::json(config.target.regex);
+  const bool value_head =
+      std::find(config.modules_to_save.begin(), config.modules_to_save.end(), "score") != config.modules_to_save.end();
   nlohmann::json j = {{"peft_type", "LORA"},
-                      {"task_type", "CAUSAL_LM"},
+                      {"task_type", value_head ? "TOKEN_CLS" : "CAUSAL_LM"},
                       {"base_model_name_or_path", base_model},
                       {"r", config.rank},
                       {"lora_alpha", config.alpha},
@@ -126,7 +133,9 @@ void save_peft_adapter(const std::string& dir, const LoraConfig& config, const N
                       {"use_dora", false},
                       {"init_lora_weights", true},
                       {"inference_mode", true},
-                      {"modules_to_save", nullptr},
+                      {"modules_to_save", config.modules_to_save.empty()
+                                              ? nlohmann::json(nullptr)
+                                              : nlohmann::json(config.modules_to_save)},
                       {"rank_pattern", nlohmann::json::object()},
                       {"alpha_pattern", nlohmann::json::object()},
                       {"layers_to_transform", nullptr},
@@ -156,8 +165,6 @@ PeftAdapter load_peft_adapter(const std::string& dir) {
   refuse_if(j.value("use_rslora", false), "use_rslora", "rank-stabilised scaling");
   refuse_if(j.value("fan_in_fan_out", false), "fan_in_fan_out", "transposed Conv1D weights");
   refuse_if(j.contains("bias") && j["bias"] != "none", "bias", "trained biases");
-  refuse_if(j.contains("modules_to_save") && !j["modules_to_save"].is_null() && !j["modules_to_save"].empty(),
-            "modules_to_save", "fully trained modules");
   for (const char* pattern : {"rank_pattern", "alpha_pattern"})
     refuse_if(j.contains(pattern) && !j[pattern].is_null() && !j[pattern].empty(), pattern, "per-module values");
   refuse_if(j.contains("layers_to_transform") && !j["layers_to_transform"].is_null(), "layers_to_transform",
@@ -174,9 +181,26 @@ PeftAdapter load_peft_adapter(const std::string& dir) {
       out.config.target.regex = t.get<std::string>();
     else
       out.config.target.modules = t.get<std::vector<std::string>>();
+    if (j.contains("modules_to_save") && !j["modules_to_save"].is_null()) {
+      // PEFT matches these by the end of the module name; rollcpp trains the modules outside the
+      // layers (config/lora_target.h), "score" for a value head.
+      for (const std::string& m : j["modules_to_save"].get<std::vector<std::string>>()) {
+        const bool score = m == "score" || m.ends_with(".score");
+        std::vector<std::string> full;
+        try {
+          full = config::parse_additional_target(score ? "score" : m, score, "modules_to_save");
+        } catch (const ConfigError& e) {
+          throw Error(fmt::format("{}: modules_to_save: {}", where, e.what()));
+        }
+        out.config.modules_to_save.push_back(full.front());
+      }
+    }
   } catch (const nlohmann::json::exception& e) {
     throw Error(fmt::format("{}: {}", where, e.what()));
   }
+  std::vector<std::string> saved_params;
+  for (const std::string& m : out.config.modules_to_save)
+    for (const std::string& p : config::saved_module_parameters(m)) saved_params.push_back(p);
   if (out.config.rank < 1) throw Error(fmt::format("{}: r must be >= 1", where));
   std::string base = j.value("base_model_name_or_path", "");
   if (j.contains("base_model_name_or_path") && j["base_model_name_or_path"].is_null()) base.clear();
@@ -201,8 +225,16 @@ PeftAdapter load_peft_adapter(const std::string& dir) {
           name = name.substr(0, rest) + "weight";
       }
     }
-    if (module_of(name).empty())
-      throw Error(fmt::format("{}: tensor '{}' is not a LoRA adapter (lora_A / lora_B)", weights.string(), e.name));
+    // A saved module: PEFT keeps "<module>.modules_to_save.<adapter>.<param>" in memory and
+    // "<module>.<param>" in files.
+    if (const size_t at = name.find(".modules_to_save."); at != std::string::npos) {
+      const size_t adapter_end = name.find('.', at + std::string(".modules_to_save.").size());
+      if (adapter_end != std::string::npos) name = name.substr(0, at) + name.substr(adapter_end);
+    }
+    if (module_of(name).empty() && std::find(saved_params.begin(), saved_params.end(), name) == saved_params.end())
+      throw Error(fmt::format("{}: tensor '{}' is neither a LoRA adapter (lora_A / lora_B) nor a parameter of "
+                              "modules_to_save",
+                              weights.string(), e.name));
     out.adapters.emplace_back(name, file->get(e.name).to(at::kFloat).clone());
   }
   return out;

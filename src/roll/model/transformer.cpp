@@ -310,6 +310,18 @@ void Transformer::bind_layers() {
   head_ = config_.tie_word_embeddings ? embed_ : find("lm_head.weight");
   score_w_ = find("score.weight");
   score_b_ = find("score.bias");
+  auto saved = [&](const std::string& name) {
+    for (const auto& [k, v] : saved_)
+      if (k == name) return v;
+    return at::Tensor();
+  };
+  saved_embed_ = saved("model.embed_tokens.weight");
+  saved_norm_ = saved("model.norm.weight");
+  saved_head_ = saved("lm_head.weight");
+  saved_score_w_ = saved("score.weight");
+  saved_score_b_ = saved("score.bias");
+  trainable_ = adapters_;
+  trainable_.insert(trainable_.end(), saved_.begin(), saved_.end());
 }
 
 at::Tensor Transformer::parameter(const std::string& name) const {
@@ -321,11 +333,11 @@ at::Tensor Transformer::parameter(const std::string& name) const {
 void Transformer::set_requires_grad(bool requires_grad) {
   for (auto& [k, v] : params_) v.requires_grad_(requires_grad && !lora_);
   for (auto& [k, v] : adapters_) v.requires_grad_(requires_grad);
+  for (auto& [k, v] : saved_) v.requires_grad_(requires_grad);
 }
 
 void Transformer::add_lora(const LoraConfig& config, uint64_t seed) {
   if (lora_) throw Error("the model has LoRA adapters already");
-  if (value_head_) throw Error("LoRA on a value-head model (the critic) is not supported");
   const std::vector<std::string> modules = lora_modules(config, config_.num_hidden_layers);
   if (modules.empty())
     throw Error(fmt::format("LoRA targets ({}) match no linear module of this {} model", config.target.describe(),
@@ -341,7 +353,24 @@ void Transformer::add_lora(const LoraConfig& config, uint64_t seed) {
                            at::empty({config.rank, in}, at::kFloat).uniform_(-bound, bound, gen).to(opts.dtype()));
     adapters_.emplace_back(lora_b_name(module), at::zeros({out, config.rank}, opts));
   }
+  at::NoGradGuard no_grad;
+  for (const std::string& module : config.modules_to_save)
+    for (const std::string& name : roll::config::saved_module_parameters(module)) {
+      // A tied LM head's base is the embedding; its copy is the head's own from here on.
+      const at::Tensor base = name == "lm_head.weight" && config_.tie_word_embeddings && !value_head_
+                                  ? parameter("model.embed_tokens.weight")
+                                  : parameter(name);
+      saved_.emplace_back(name, base.detach().to(opts.dtype()).clone());
+    }
   lora_ = config;
+  bind_layers();
+}
+
+void Transformer::untie_word_embeddings() {
+  if (!config_.tie_word_embeddings || value_head_) return;
+  at::NoGradGuard no_grad;
+  params_.emplace_back("lm_head.weight", parameter("model.embed_tokens.weight").clone());
+  config_.tie_word_embeddings = false;
   bind_layers();
 }
 
@@ -351,7 +380,11 @@ void Transformer::load_adapters(const NamedTensors& tensors) {
   for (const auto& [name, src] : tensors) {
     auto it = std::find_if(adapters_.begin(), adapters_.end(), [&](const auto& p) { return p.first == name; });
     if (it == adapters_.end())
-      throw Error(fmt::format("LoRA tensor '{}' has no adapter in this model (its targets differ)", name));
+      it = std::find_if(saved_.begin(), saved_.end(), [&](const auto& p) { return p.first == name; });
+    if (it == saved_.end())
+      throw Error(fmt::format("LoRA tensor '{}' has no adapter or saved module in this model (its targets or "
+                              "modules_to_save differ)",
+                              name));
     if (!it->second.sizes().equals(src.sizes()))
       throw Error(fmt::format("LoRA tensor '{}': shape {} does not match the model's {} (another rank?)", name,
                               c10::str(src.sizes()), c10::str(it->second.sizes())));
@@ -362,7 +395,11 @@ void Transformer::load_adapters(const NamedTensors& tensors) {
 void Transformer::merge_adapters() {
   if (!lora_) return;
   load_weights(merge_lora(params_, *lora_, adapters_));
+  // A saved embedding or LM head replaces one of two tied tensors only (PEFT's copy is untied).
+  if (saved_embed_.defined() || saved_head_.defined()) untie_word_embeddings();
+  load_weights(saved_);
   adapters_.clear();
+  saved_.clear();
   lora_.reset();
   adapters_enabled_ = true;
   bind_layers();
@@ -408,16 +445,27 @@ at::Tensor Transformer::run_layers(at::Tensor x, const at::Tensor& mask, const a
 at::Tensor Transformer::hidden_states(const at::Tensor& input_ids, const at::Tensor& attention_mask,
                                       const at::Tensor& position_ids, bool gradient_checkpointing) const {
   check_batch(input_ids, attention_mask, position_ids);
-  at::Tensor x = at::embedding(embed_, input_ids.to(at::kLong));
+  at::Tensor x = embed_rows(input_ids);
   auto [cos, sin] = rope_tables(position_ids, config_.head_dim, config_.rope_theta, dtype_);
   at::Tensor mask = attention_mask_4d(attention_mask);
   x = run_layers(x, mask, cos, sin, gradient_checkpointing);
-  return rms_norm(x, norm_, config_.rms_norm_eps);
+  return final_norm(x);
+}
+
+// A saved copy may be fp32 in a bf16 model: rows are looked up in it and then cast, the norm's
+// weight is cast, the heads take their input in their own dtype.
+at::Tensor Transformer::embed_rows(const at::Tensor& ids) const {
+  return at::embedding(live(embed_, saved_embed_), ids.to(at::kLong)).to(dtype_);
+}
+
+at::Tensor Transformer::final_norm(const at::Tensor& x) const {
+  return rms_norm(x, live(norm_, saved_norm_).to(x.scalar_type()), config_.rms_norm_eps);
 }
 
 at::Tensor Transformer::lm_head(const at::Tensor& hidden) const {
-  if (!head_.defined()) throw Error("this model has a value head and no LM head");
-  return at::matmul(hidden, head_.t()).to(at::kFloat);
+  const at::Tensor& head = live(head_, saved_head_);
+  if (!head.defined()) throw Error("this model has a value head and no LM head");
+  return at::matmul(hidden.to(head.scalar_type()), head.t()).to(at::kFloat);
 }
 
 at::Tensor Transformer::logits(const at::Tensor& input_ids, const at::Tensor& attention_mask,
@@ -429,8 +477,9 @@ TokenLogProbs Transformer::token_log_probs(const at::Tensor& input_ids, const at
                                            const at::Tensor& position_ids, bool with_entropy,
                                            bool gradient_checkpointing, int64_t chunk_tokens,
                                            const at::Tensor& needed) const {
-  if (!head_.defined()) throw Error("this model has a value head and no LM head");
-  at::Tensor h = hidden_states(input_ids, attention_mask, position_ids, gradient_checkpointing);
+  const at::Tensor& head = live(head_, saved_head_);
+  if (!head.defined()) throw Error("this model has a value head and no LM head");
+  at::Tensor h = hidden_states(input_ids, attention_mask, position_ids, gradient_checkpointing).to(head.scalar_type());
   const int64_t B = h.size(0), T = h.size(1);
   if (T < 2) throw Error("token_log_probs needs sequences of at least 2 tokens");
   at::Tensor rows = h.slice(1, 0, T - 1).reshape({B * (T - 1), h.size(2)});
@@ -441,12 +490,12 @@ TokenLogProbs Transformer::token_log_probs(const at::Tensor& input_ids, const at
       throw Error("token_log_probs: `needed` must be [B, T-1] like the log-probs");
     // Only the used rows go through the LM head; the rest are scattered back as zeros.
     at::Tensor idx = at::nonzero(needed.reshape({B * (T - 1)}) != 0).reshape({-1});
-    auto [lp_sel, ent_sel] = chunked_token_log_probs(rows.index_select(0, idx), head_, targets.index_select(0, idx),
+    auto [lp_sel, ent_sel] = chunked_token_log_probs(rows.index_select(0, idx), head, targets.index_select(0, idx),
                                                      with_entropy, chunk_tokens);
     logp = at::zeros({B * (T - 1)}, lp_sel.options()).index_copy(0, idx, lp_sel);
     if (with_entropy) ent = at::zeros({B * (T - 1)}, ent_sel.options()).index_copy(0, idx, ent_sel);
   } else {
-    std::tie(logp, ent) = chunked_token_log_probs(rows, head_, targets, with_entropy, chunk_tokens);
+    std::tie(logp, ent) = chunked_token_log_probs(rows, head, targets, with_entropy, chunk_tokens);
   }
   TokenLogProbs out;
   out.log_probs = logp.view({B, T - 1});
@@ -456,14 +505,15 @@ TokenLogProbs Transformer::token_log_probs(const at::Tensor& input_ids, const at
 
 at::Tensor Transformer::values(const at::Tensor& input_ids, const at::Tensor& attention_mask,
                                const at::Tensor& position_ids, bool gradient_checkpointing) const {
-  if (!score_w_.defined()) throw Error("this model has no value head (load it with value_head = true)");
+  const at::Tensor& w = live(score_w_, saved_score_w_);
+  if (!w.defined()) throw Error("this model has no value head (load it with value_head = true)");
   at::Tensor h = hidden_states(input_ids, attention_mask, position_ids, gradient_checkpointing);
-  return at::linear(h, score_w_, score_b_).select(-1, 0).to(at::kFloat);
+  return at::linear(h.to(w.scalar_type()), w, live(score_b_, saved_score_b_)).select(-1, 0).to(at::kFloat);
 }
 
 at::Tensor Transformer::forward_tokens(const at::Tensor& tokens, const at::Tensor& positions,
                                        AttentionBackend& backend) const {
-  at::Tensor x = at::embedding(embed_, tokens.to(at::kLong));  // [N, H]
+  at::Tensor x = embed_rows(tokens);  // [N, H]
   auto [cos, sin] = rope_tables(positions, config_.head_dim, config_.rope_theta, dtype_);
   const AdapterUse use = adapter_use(lora_, adapters_enabled_);
   for (size_t i = 0; i < layers_->size(); ++i) {
@@ -474,7 +524,7 @@ at::Tensor Transformer::forward_tokens(const at::Tensor& tokens, const at::Tenso
     at::Tensor y = x + proj(attn, L.o_w, at::Tensor(), L.o_l, use);
     x = y + mlp(L, rms_norm(y, L.post_norm, config_.rms_norm_eps), use);
   }
-  return rms_norm(x, norm_, config_.rms_norm_eps);
+  return final_norm(x);
 }
 
 void Transformer::save(const std::string& dir, uint64_t max_shard_bytes) const {

@@ -62,23 +62,31 @@ class Transformer {
   // are not among them.
   const NamedTensors& named_parameters() const { return params_; }
   at::Tensor parameter(const std::string& name) const;
-  // What training updates: the LoRA adapters when the model has them (the base stays frozen),
-  // else every parameter.
-  const NamedTensors& trainable_parameters() const { return lora_ ? adapters_ : params_; }
+  // What training updates: the LoRA adapters and the saved modules' copies when the model has
+  // adapters (the base stays frozen), else every parameter.
+  const NamedTensors& trainable_parameters() const { return lora_ ? trainable_ : params_; }
   void set_requires_grad(bool requires_grad);
 
   // LoRA (lora.h): adds fresh adapters (A from `seed`, B = 0; fp32) on the modules `config`
-  // targets; an error if it targets none or the model has adapters already.
+  // targets, and a copy of each of config.modules_to_save (PEFT's ModulesToSaveWrapper: the copy
+  // trains and serves while the adapters are on, the base's own tensor while they are off); an
+  // error if it targets none or the model has adapters already.
   void add_lora(const LoraConfig& config, uint64_t seed);
   const LoraConfig* lora() const { return lora_ ? &*lora_ : nullptr; }
-  const NamedTensors& adapters() const { return adapters_; }
-  // Copies adapter tensors (internal names) into the model's adapters.
+  const NamedTensors& adapters() const { return adapters_; }  // lora_A / lora_B only
+  // The saved modules' copies under their parameters' HF names ("lm_head.weight").
+  const NamedTensors& saved_modules() const { return saved_; }
+  // Copies adapter tensors (internal names) and saved modules' parameters (HF names) in.
   void load_adapters(const NamedTensors& tensors);
   // Off: forwards compute the base model (ROLL's reference log-probs under LoRA).
   void set_adapters_enabled(bool enabled) { adapters_enabled_ = enabled; }
   bool adapters_enabled() const { return adapters_enabled_; }
-  // Folds the adapters into the base weights (W += scale * B A) and drops them.
+  // Folds the adapters into the base weights (W += scale * B A), copies the saved modules over
+  // the base's, and drops both.
   void merge_adapters();
+  // Gives the LM head a parameter of its own ("lm_head.weight", a copy of the embedding) in a
+  // model that ties the two: what a saved embedding or LM head needs once merged or served.
+  void untie_word_embeddings();
   // The directory the base weights came from (absolute; empty for random()): what a LoRA
   // checkpoint names as its base model.
   const std::string& base_model_dir() const { return base_model_dir_; }
@@ -129,6 +137,13 @@ class Transformer {
   void bind_layers();
   at::Tensor run_layers(at::Tensor x, const at::Tensor& mask, const at::Tensor& cos, const at::Tensor& sin,
                         bool gradient_checkpointing) const;
+  // The tensor a forward uses for a module outside the layers: the saved copy while the adapters
+  // are on, else the base's.
+  const at::Tensor& live(const at::Tensor& base, const at::Tensor& saved) const {
+    return saved.defined() && adapters_enabled_ ? saved : base;
+  }
+  at::Tensor embed_rows(const at::Tensor& ids) const;
+  at::Tensor final_norm(const at::Tensor& x) const;
 
   ModelConfig config_;
   at::ScalarType dtype_;
@@ -136,10 +151,13 @@ class Transformer {
   NamedTensors params_;
   std::optional<LoraConfig> lora_;
   NamedTensors adapters_;  // model order, lora_A then lora_B of each adapted module
+  NamedTensors saved_;     // copies of the modules_to_save parameters, in the adapters' dtype
+  NamedTensors trainable_;  // adapters_ then saved_
   bool adapters_enabled_ = true;
   std::string base_model_dir_;
   std::shared_ptr<std::vector<Layer>> layers_;
   at::Tensor embed_, norm_, head_, score_w_, score_b_;
+  at::Tensor saved_embed_, saved_norm_, saved_head_, saved_score_w_, saved_score_b_;
   LayerHooks* hooks_ = nullptr;
 };
 

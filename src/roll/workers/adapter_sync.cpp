@@ -10,8 +10,12 @@
 namespace roll::workers {
 
 
-AdapterSync::AdapterSync(model::LoraConfig config, const model::Transformer& m) : config_(std::move(config)) {
+AdapterSync::AdapterSync(model::LoraConfig config, model::Transformer& m) : config_(std::move(config)) {
   at::NoGradGuard no_grad;
+  for (const std::string& module : config_.modules_to_save) {
+    if (module == "model.embed_tokens" || module == "lm_head") m.untie_word_embeddings();
+    for (const std::string& name : roll::config::saved_module_parameters(module)) saved_.push_back(name);
+  }
   for (const std::string& module : model::lora_modules(config_, m.config().num_hidden_layers))
     base_.emplace_back(module + ".weight", m.parameter(module + ".weight").clone());
 }
@@ -31,10 +35,15 @@ void AdapterSync::write_into(const model::NamedTensors& adapters, const model::N
     items.push_back({need(own, weight, "the engine"), base, need(in, model::lora_a_name(module), "the update"),
                      need(in, model::lora_b_name(module), "the update"), module});
   }
-  if (in.size() != 2 * base_.size())
-    throw Error(fmt::format("LoRA weight sync: {} adapter tensors for {} adapted modules (targets differ?)", in.size(),
-                            base_.size()));
+  if (in.size() != 2 * base_.size() + saved_.size())
+    throw Error(fmt::format("LoRA weight sync: {} tensors for {} adapted modules and {} saved parameters (targets or "
+                            "additional_target differ?)",
+                            in.size(), base_.size(), saved_.size()));
   model::lora_merge_all_into(items, config_.scale());
+  for (const std::string& name : saved_) {
+    at::Tensor dst = need(own, name, "the engine");
+    dst.copy_(need(in, name, "the update"));
+  }
 }
 
 }  // namespace roll::workers

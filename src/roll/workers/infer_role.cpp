@@ -39,10 +39,14 @@ class InferRole : public runtime::Role {
     std::string dtype = ctx.options.value("dtype", "");
     if (dtype.empty()) dtype = ctx.config ? worker_config_of(ctx.config->config, ctx.cluster).model_args.dtype : "bf16";
     auto model = model::Transformer::load(dir, engine_dtype_named(dtype));
-    // With model_args.lora_target the trainer sends adapters only (adapter_sync.h).
+    // With model_args.lora_target the trainer sends adapters only (adapter_sync.h), and the
+    // modules it trains whole: actor_train's additional_target.
     if (ctx.config)
-      if (auto lora = role_lora(worker_config_of(ctx.config->config, ctx.cluster), ctx.cluster))
+      if (auto lora = role_lora(worker_config_of(ctx.config->config, ctx.cluster), ctx.cluster)) {
+        if (auto trained = role_lora(ctx.config->config.actor_train, "actor_train"))
+          lora->modules_to_save = trained->modules_to_save;
         lora_ = std::make_unique<AdapterSync>(std::move(*lora), *model);
+      }
     service_ = std::make_unique<InferService>(std::move(model), engine_config_of(ctx));
     log::info("{}: engine ready on {} ({}), max_model_len {}", ctx.worker_name, dir, dtype, service_->max_model_len());
   }

@@ -1,6 +1,7 @@
 #include "roll/workers/role_model.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "roll/comm/process_group.h"
 #include "roll/core/error.h"
@@ -55,16 +56,20 @@ std::shared_ptr<model::Transformer> load_role_model(const std::string& model_dir
                               e.what()));
     }
   }
-  if (const auto lora = role_lora(worker, role)) {
+  if (const auto lora = role_lora(worker, role, value_head)) {
     if (!m->lora()) {
       m->add_lora(*lora, seed);
     } else if (model::lora_modules(*m->lora(), m->config().num_hidden_layers) !=
                    model::lora_modules(*lora, m->config().num_hidden_layers) ||
-               m->lora()->rank != lora->rank || m->lora()->alpha != lora->alpha) {
+               m->lora()->rank != lora->rank || m->lora()->alpha != lora->alpha ||
+               m->lora()->modules_to_save != lora->modules_to_save) {
       throw ConfigError(role + ".model_args.lora_target",
-                        fmt::format("{}: '{}' holds LoRA adapters (rank {}, alpha {}) other than the ones "
-                                    "{}.model_args asks for (rank {}, alpha {}, or other modules)",
-                                    role, model_dir, m->lora()->rank, m->lora()->alpha, role, lora->rank, lora->alpha));
+                        fmt::format("{}: '{}' holds LoRA adapters (rank {}, alpha {}, modules_to_save [{}]) other "
+                                    "than the ones {}.model_args asks for (rank {}, alpha {}, additional_target [{}], "
+                                    "or other modules)",
+                                    role, model_dir, m->lora()->rank, m->lora()->alpha,
+                                    fmt::join(m->lora()->modules_to_save, ","), role, lora->rank, lora->alpha,
+                                    fmt::join(lora->modules_to_save, ",")));
     }
   } else if (m->lora() && !value_head) {
     // Adapters without lora_target: a model to run, not to train adapters on.
@@ -73,11 +78,12 @@ std::shared_ptr<model::Transformer> load_role_model(const std::string& model_dir
   return m;
 }
 
-std::optional<model::LoraConfig> role_lora(const config::WorkerConfig& worker, const std::string& role) {
+std::optional<model::LoraConfig> role_lora(const config::WorkerConfig& worker, const std::string& role,
+                                           bool value_head) {
   const config::ModelArguments& a = worker.model_args;
   if (!a.lora_target) return std::nullopt;
-  model::LoraConfig c =
-      model::lora_config_from_args(*a.lora_target, a.lora_rank, a.lora_alpha, a.lora_dropout, role + ".model_args");
+  model::LoraConfig c = model::lora_config_from_args(*a.lora_target, a.lora_rank, a.lora_alpha, a.lora_dropout,
+                                                     role + ".model_args", a.additional_target, value_head);
   c.fp32_adapters = a.autocast_adapter_dtype;
   return c;
 }

@@ -35,7 +35,9 @@ std::shared_ptr<model::Transformer> load_role_model(const std::string& model_dir
                                                     const std::string& role, bool value_head = false,
                                                     uint64_t seed = 0);
 
-// The role's LoRA settings (model_args.lora_*), or none without lora_target.
-std::optional<model::LoraConfig> role_lora(const config::WorkerConfig& worker, const std::string& role);
+// The role's LoRA settings (model_args.lora_* and additional_target; a value-head model also
+// trains its "score" head whole), or none without lora_target.
+std::optional<model::LoraConfig> role_lora(const config::WorkerConfig& worker, const std::string& role,
+                                           bool value_head = false);
 
 }  // namespace roll::workers
