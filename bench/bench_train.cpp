@@ -7,8 +7,10 @@
 //   bench_train [--smoke] [--threads 2] [--presets small,qwen2.5-0.5b-shape] [--ranks 1,2]
 //               [--dtypes bf16,fp32] [--gc both|on|off] [--seq 256] [--micro 2] [--ga 2] [--steps 3]
 //               [--warmup 1] [--zero-2rank 3] [--lora-ranks 0,16] [--lora-target q_proj,k_proj,v_proj,o_proj]
-//               [--rounds 1]
+//               [--rounds 1] [--head-chunk-tokens N]
 //
+// --head-chunk-tokens: rows of the LM head per chunk (Transformer::token_log_probs); by default
+// what the training workers use (workers/trim_padding.h lm_head_chunk_tokens).
 // --lora-ranks: 0 trains the full model; R > 0 trains rank-R LoRA adapters on --lora-target over a
 // frozen base (docs/lora.md). With any R > 0 every configuration runs in a process of its own, so
 // that `peak_rss_mb` (the process's peak resident set) compares them. --rounds repeats the whole
@@ -46,6 +48,7 @@
 #include "roll/model/model_init.h"
 #include "roll/model/transformer.h"
 #include "roll/train/strategy.h"
+#include "roll/workers/trim_padding.h"
 
 extern char** environ;
 
@@ -68,6 +71,7 @@ struct Args {
   std::string lora_target = "q_proj,k_proj,v_proj,o_proj";
   int rounds = 1;
   std::string trace;  // chrome trace of ATen's ops in the last measured step (one rank, one configuration)
+  int64_t head_chunk = 0;  // 0: the workers' lm_head_chunk_tokens
   // Child mode (one rank of a multi-rank or isolated measurement).
   int child_rank = -1, child_world = 1, child_port = 0, child_gc = 1;
   int64_t child_lora = 0;
@@ -158,6 +162,10 @@ Flops step_flops(const model::ModelConfig& c, int64_t tokens, int64_t T, int64_t
 }
 
 // Parameters of a config without building it (a 0.5B model is 2 GB to count otherwise).
+int64_t head_chunk_of(const Args& a, const model::ModelConfig& c) {
+  return a.head_chunk > 0 ? a.head_chunk : workers::lm_head_chunk_tokens(c);
+}
+
 double count_params(const model::ModelConfig& c) {
   const double H = c.hidden_size, D = c.head_dim, F = c.intermediate_size, V = c.vocab_size;
   const double q = c.num_attention_heads * D, kv = c.num_key_value_heads * D;
@@ -220,7 +228,7 @@ Measured measure(const Args& a, const std::string& preset, const std::string& dt
       trace = std::make_unique<torch::autograd::profiler::RecordProfile>(a.trace);
     auto t0 = Clock::now();
     for (int64_t i = 0; i < a.ga; ++i) {
-      auto lp = s.log_probs(ids[i], mask, pos, false, 256);
+      auto lp = s.log_probs(ids[i], mask, pos, false, head_chunk_of(a, c));
       // ROLL's token-mean over the global token count, times the loss scale (micro-batches x dp).
       s.backward(-lp.log_probs.sum() / tokens_global * static_cast<double>(a.ga * world));
     }
@@ -258,13 +266,13 @@ void report(const Args& a, const std::string& preset, const std::string& dtype, 
       "\"threads_per_rank\":%d,\"zero_stage\":%d,\"grad_ckpt\":%s,\"micro_batch\":%lld,\"seq\":%lld,\"ga\":%lld,"
       "\"tokens_per_step\":%lld,\"step_s\":%.3f,\"fwd_bwd_s\":%.3f,\"optimizer_s\":%.3f,\"tokens_per_s\":%.1f,"
       "\"model_gflops\":%.2f,\"gemm_peak_gflops\":%.2f,\"mfu\":%.3f,\"hfu\":%.3f,\"load1\":%.2f,"
-      "\"lora_rank\":%lld,\"lora_target\":\"%s\",\"peak_rss_mb\":%.1f}\n",
+      "\"lora_rank\":%lld,\"lora_target\":\"%s\",\"peak_rss_mb\":%.1f,\"head_chunk_tokens\":%lld}\n",
       a.smoke ? "tiny" : preset.c_str(), static_cast<long long>(m.params), dtype.c_str(), world, threads_per_rank,
       world > 1 ? a.zero_2rank : 0, gc ? "true" : "false", static_cast<long long>(a.micro),
       static_cast<long long>(a.seq), static_cast<long long>(a.ga), static_cast<long long>(tokens), m.step_s,
       m.fwd_bwd_s, m.optimizer_s, tokens / m.step_s, gflops, peak, gflops / peak, f.hardware / m.step_s / 1e9 / peak,
       load, static_cast<long long>(lora_rank), lora_rank > 0 ? a.lora_target.c_str() : "",
-      m.peak_rss_kb >= 0 ? m.peak_rss_kb / 1024.0 : -1.0);
+      m.peak_rss_kb >= 0 ? m.peak_rss_kb / 1024.0 : -1.0, static_cast<long long>(head_chunk_of(a, c)));
   std::fflush(stdout);
 }
 
@@ -300,7 +308,8 @@ Measured run_ranks(const Args& a, const std::string& exe, const std::string& pre
                                   std::to_string(a.threads), "--seq", std::to_string(a.seq),
                                   "--micro", std::to_string(a.micro), "--ga", std::to_string(a.ga),
                                   "--steps", std::to_string(a.steps), "--zero-2rank", std::to_string(a.zero_2rank),
-                                  "--child-lora", std::to_string(lora_rank), "--lora-target", a.lora_target};
+                                  "--child-lora", std::to_string(lora_rank), "--lora-target", a.lora_target,
+                                  "--head-chunk-tokens", std::to_string(a.head_chunk)};
     if (a.smoke) args.push_back("--smoke");
     std::vector<char*> argv;
     for (auto& s : args) argv.push_back(s.data());
@@ -363,6 +372,7 @@ int main(int argc, char** argv) {
       for (auto& r : split(next())) a.lora_ranks.push_back(std::stoll(r));
     } else if (k == "--lora-target") a.lora_target = next();
     else if (k == "--trace") a.trace = next();
+    else if (k == "--head-chunk-tokens") a.head_chunk = std::stoll(next());
     else if (k == "--rounds") a.rounds = std::max(1, std::stoi(next()));
     else if (k == "--child-lora") a.child_lora = std::stoll(next());
     else if (k == "--child-dtype") a.child_dtype = next();

@@ -16,7 +16,7 @@ at::Tensor pad_right(const at::Tensor& t, int64_t width) {
 
 int64_t lm_head_chunk_tokens(const model::ModelConfig& config) {
   const int64_t per_token = std::max<int64_t>(1, config.vocab_size) * 4;
-  return std::clamp<int64_t>((int64_t{16} << 20) / per_token, 8, 1024);
+  return std::clamp<int64_t>((int64_t{64} << 20) / per_token, 8, 1024);
 }
 
 int64_t used_columns(const at::Tensor& attention_mask) {
