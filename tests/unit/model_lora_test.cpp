@@ -42,6 +42,15 @@ at::Tensor logits_of(const Transformer& m, const test::TokenBatch& b) {
   return m.logits(b.ids, b.mask, b.pos);
 }
 
+// A strategy training `lc`'s adapters (and saved modules) on `m`, lr 1e-2.
+std::unique_ptr<train::TrainStrategy> lora_strategy(std::shared_ptr<Transformer> m, const LoraConfig& lc) {
+  m->add_lora(lc, 3);
+  train::TrainOptions o;
+  o.learning_rate = 1e-2;
+  o.total_steps = 10;
+  return std::make_unique<train::TrainStrategy>(std::move(m), o);
+}
+
 at::Tensor named(const NamedTensors& ts, const std::string& name) {
   for (const auto& [n, t] : ts)
     if (n == name) return t;
@@ -253,14 +262,7 @@ TEST(ModelLora, SavedModulesTrainWholeBesideTheAdaptersAndStepAsideForTheReferen
   base->save(d.path() + "/base");
   const LoraConfig lc = lora_config_from_args("q_proj", 4, 8, 0, "actor_train.model_args", "embed_tokens,lm_head");
   EXPECT_EQ(lc.modules_to_save, (std::vector<std::string>{"model.embed_tokens", "lm_head"}));
-  auto make = [&] {
-    auto m = Transformer::load(d.path() + "/base", at::kBFloat16);
-    m->add_lora(lc, 3);
-    train::TrainOptions o;
-    o.learning_rate = 1e-2;
-    o.total_steps = 10;
-    return std::make_unique<train::TrainStrategy>(m, o);
-  };
+  auto make = [&] { return lora_strategy(Transformer::load(d.path() + "/base", at::kBFloat16), lc); };
   auto s = make();
   const auto probe = test::make_batch(2, 8, 96, 50);
   const at::Tensor base_logits = logits_of(*base, probe);
@@ -307,12 +309,7 @@ TEST(ModelLora, ACriticTrainsAdaptersAndItsValueHead) {
   const LoraConfig lc = lora_config_from_args("q_proj,v_proj", 4, 8, 0, "critic.model_args", std::nullopt, true);
   EXPECT_EQ(lc.modules_to_save, (std::vector<std::string>{"score"}));
   auto make = [&] {
-    auto m = Transformer::load(d.path() + "/base", at::kFloat, /*value_head=*/true, 11);
-    m->add_lora(lc, 3);
-    train::TrainOptions o;
-    o.learning_rate = 1e-2;
-    o.total_steps = 10;
-    return std::make_unique<train::TrainStrategy>(m, o);
+    return lora_strategy(Transformer::load(d.path() + "/base", at::kFloat, /*value_head=*/true, 11), lc);
   };
   auto s = make();
   const NamedTensors base_params = [&] {

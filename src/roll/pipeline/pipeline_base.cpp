@@ -369,7 +369,9 @@ Metrics PipelineBase::checkpoint(int64_t step) {
 void PipelineBase::resume(const std::string& dir) {
   PipelineState st = load_pipeline_state(dir);
   const std::string name = std::filesystem::path(dir).filename().string();
-  const std::string root = config().output_dir;
+  // <root>/pipeline/checkpoint-N: the clusters' checkpoints of that step sit under the same root,
+  // which need not be this run's output_dir.
+  const std::string root = std::filesystem::path(dir).lexically_normal().parent_path().parent_path().string();
   std::vector<runtime::ClusterFuture> loads;
   for (const std::string& cl_name : checkpoint_clusters())
     if (auto* cl = find_cluster(cl_name))
@@ -451,6 +453,9 @@ int PipelineBase::run_steps() {
   std::string resume_value;
   if (c.resume_from_checkpoint && c.resume_from_checkpoint->is_scalar()) resume_value = c.resume_from_checkpoint->text();
   if (auto dir = find_resume_checkpoint(resume_value, c.output_dir)) resume(*dir);
+  if (start_step_ > 0 && start_step_ >= c.max_steps)
+    log::info("resumed at step {} and max_steps is {}: nothing left to run (raise max_steps to train on)",
+              start_step_, c.max_steps);
 
   double last_step_s = 0;
   std::vector<runtime::Cluster*> running;

@@ -7,6 +7,7 @@
 #include <map>
 
 #include "roll/core/error.h"
+#include "roll/core/log.h"
 
 namespace roll::pipeline {
 namespace fs = std::filesystem;
@@ -70,7 +71,11 @@ std::optional<std::string> find_resume_checkpoint(const std::string& value, cons
         auto n = checkpoint_number(e.path());
         if (n && fs::exists(e.path() / kStateFile) && (!best || *n > *best)) best = n;
       }
-    if (!best) throw Error("resume_from_checkpoint: no complete checkpoint under " + root.string());
+    if (!best) {
+      log::warn("resume_from_checkpoint: {}: no complete checkpoint under {} yet; starting from step 0", value,
+                root.string());
+      return std::nullopt;
+    }
     return pipeline_checkpoint_dir(output_dir, *best);
   }
   if (!fs::exists(fs::path(value) / kStateFile))

@@ -26,7 +26,9 @@ PipelineState load_pipeline_state(const std::string& checkpoint_dir);
 
 // The checkpoint `resume_from_checkpoint` names: a directory holding pipeline/worker_state_pipeline.json,
 // or "true"/"latest" for the newest complete checkpoint-N under <output_dir>/pipeline. nullopt when
-// the value is false/empty. A directory without a complete state is a roll::Error naming it.
+// the value is false/empty, and for "true"/"latest" when no complete checkpoint exists yet (a run
+// stopped before its first checkpoint starts again from step 0). A directory without a complete
+// state is a roll::Error naming it.
 std::optional<std::string> find_resume_checkpoint(const std::string& value, const std::string& output_dir);
 
 // Deletes checkpoint-N folders of every sub-folder of output_dir but the newest `keep` (max_ckpt_to_keep > 0).
