@@ -69,11 +69,12 @@ wait "$driver" 2>/dev/null || true
 pkill -KILL -f "out_c" 2>/dev/null || true  # its workers, orphaned by the kill
 sleep 1
 test -f out_c/pipeline/checkpoint-1/pipeline/worker_state_pipeline.json
-"$roll" agentic "${common[@]}" async_generation_ratio=1 save_steps=1 eval_steps=0 output_dir=./out_c exp_name=c2 \
+c1_metrics="$(find . -path "*/c/*" -name metrics.jsonl | head -1)"
+"$roll" agentic "${common[@]}" async_generation_ratio=1 save_steps=1 eval_steps=0 output_dir=./out_c exp_name=c \
   resume_from_checkpoint=./out_c/pipeline/checkpoint-1 > c2.log 2>&1 || { tail -40 c2.log; exit 1; }
 grep -q "continuing at step 2" c2.log
 grep -q "pipeline complete!" c2.log
-$py - "$(find . -path "*/c2/*" -name metrics.jsonl | head -1)" <<'PY'
+$py - "$(find . -path "*/c/*" -name metrics.jsonl ! -path "$c1_metrics" | head -1)" <<'PY'
 import json, sys
 rows = {json.loads(l)["step"]: json.loads(l)["metrics"] for l in open(sys.argv[1])}
 assert {2, 3} <= set(rows), sorted(rows)

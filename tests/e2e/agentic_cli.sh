@@ -60,9 +60,9 @@ PY
 grep -q "pipeline complete!" a.log
 
 echo "== B: resume from checkpoint-2"
-"$roll" agentic "${common[@]}" output_dir=./out exp_name=b resume_from_checkpoint=./out/pipeline/checkpoint-2 \
+"$roll" agentic "${common[@]}" output_dir=./out exp_name=a resume_from_checkpoint=./out/pipeline/checkpoint-2 \
   > b.log 2>&1 || { tail -40 b.log; exit 1; }
-b_metrics="$(find . -path '*/b/*' -name metrics.jsonl | head -1)"
+b_metrics="$(find . -path '*/a/*' -name metrics.jsonl ! -path "$a_metrics" | head -1)"
 grep -q "continuing at step 3" b.log
 $py "$root/tests/e2e/same_step_metrics.py" "$a_metrics" "$b_metrics" 3 env/FrozenLake/success critic/score/mean \
   actor/pg_loss

@@ -8,7 +8,9 @@
 #          clusters' checkpoints are read beside the named one): steps 2-3 (the second epoch's
 #          prompts, in its own shuffle) equal A's, none skipped or repeated;
 #   LAST   from checkpoint-3, after the last step: nothing is left to run, the run says so and
-#          ends cleanly without training.
+#          ends cleanly without training;
+#   OTHER  another exp_name resuming A's checkpoint: refused at once, naming both.
+# A run resumes its own experiment, so the resumed runs are exp_name a too.
 # "Equal": every non-timing metric within 1e-6 (same_step_metrics.py).
 set -euo pipefail
 roll="$1"
@@ -28,11 +30,11 @@ common=(--config_path "$root/examples/cpu" --config_name rlvr_arithmetic --quiet
         max_steps=4 save_steps=1 eval_steps=0
         actor_train.training_args.learning_rate=0.01 actor_train.training_args.lr_scheduler_type=constant)
 
-metrics_of() { find . -path "*/$1/*" -name metrics.jsonl | head -1; }
+metrics_of() { find "$1" -name metrics.jsonl | head -1; }  # metrics_of OUTPUT_DIR
 
 echo "== A: 4 steps, a checkpoint after each"
 "$roll" rlvr "${common[@]}" output_dir=./out exp_name=a > a.log 2>&1 || { tail -40 a.log; exit 1; }
-a_metrics="$(metrics_of a)"
+a_metrics="$(metrics_of ./out)"
 for s in 1 2 3; do test -f "out/pipeline/checkpoint-$s/pipeline/worker_state_pipeline.json"; done
 $py - "$a_metrics" <<'PY'
 import json, sys
@@ -46,22 +48,30 @@ echo "== S0: resume_from_checkpoint=true with no checkpoint yet"
   || { tail -40 s0.log; exit 1; }
 grep -q "no complete checkpoint under ./out0/pipeline yet; starting from step 0" s0.log || { grep -i resum s0.log; exit 1; }
 for s in 0 1 2 3; do
-  $py "$root/tests/e2e/same_step_metrics.py" "$a_metrics" "$(metrics_of s0)" "$s" token/prompt_length/mean
+  $py "$root/tests/e2e/same_step_metrics.py" "$a_metrics" "$(metrics_of ./out0)" "$s" token/prompt_length/mean
 done
 
 echo "== EPOCH: resume from checkpoint-1, at the end of the first epoch"
-"$roll" rlvr "${common[@]}" output_dir=./out_epoch exp_name=epoch resume_from_checkpoint=./out/pipeline/checkpoint-1 \
+"$roll" rlvr "${common[@]}" output_dir=./out_epoch exp_name=a resume_from_checkpoint=./out/pipeline/checkpoint-1 \
   > epoch.log 2>&1 || { tail -40 epoch.log; exit 1; }
 test -f out_epoch/pipeline/checkpoint-3/pipeline/worker_state_pipeline.json  # written under its own output_dir
 grep -q "continuing at step 2" epoch.log || { grep -i resum epoch.log; exit 1; }
 for s in 2 3; do
-  $py "$root/tests/e2e/same_step_metrics.py" "$a_metrics" "$(metrics_of epoch)" "$s" token/prompt_length/mean
+  $py "$root/tests/e2e/same_step_metrics.py" "$a_metrics" "$(metrics_of ./out_epoch)" "$s" token/prompt_length/mean
 done
 
 echo "== LAST: resume from checkpoint-3 with max_steps=4"
-"$roll" rlvr "${common[@]}" output_dir=./out exp_name=last resume_from_checkpoint=./out/pipeline/checkpoint-3 > last.log 2>&1 \
+"$roll" rlvr "${common[@]}" output_dir=./out exp_name=a resume_from_checkpoint=./out/pipeline/checkpoint-3 > last.log 2>&1 \
   || { tail -40 last.log; exit 1; }
 grep -q "continuing at step 4" last.log || { grep -i resum last.log; exit 1; }
 grep -q "nothing left to run" last.log || { echo "no word that every step had run"; tail -20 last.log; exit 1; }
 if grep -q "pipeline step 4 start" last.log; then echo "a step past max_steps ran"; exit 1; fi
+
+echo "== OTHER: another exp_name resuming a's checkpoint is refused before any worker starts"
+if "$roll" rlvr "${common[@]}" output_dir=./out exp_name=other resume_from_checkpoint=./out/pipeline/checkpoint-2 \
+  > other.log 2>&1; then
+  echo "exp_name 'other' resumed exp_name 'a''s checkpoint"; exit 1
+fi
+grep -q "was written by exp_name 'a', and this run's exp_name is 'other'" other.log || { tail -5 other.log; exit 1; }
+if grep -q "starting .* clusters" other.log; then echo "workers started before the refusal"; exit 1; fi
 echo "resume edges: ok"

@@ -52,9 +52,9 @@ PY
 test -f out/pipeline/checkpoint-2/pipeline/worker_state_pipeline.json
 
 echo "== B: resume from checkpoint-2"
-"$roll" rlvr "${common[@]}" async_generation_ratio=1 output_dir=./out exp_name=b \
+"$roll" rlvr "${common[@]}" async_generation_ratio=1 output_dir=./out exp_name=a \
   resume_from_checkpoint=./out/pipeline/checkpoint-2 > b.log 2>&1 || { tail -40 b.log; exit 1; }
-b_metrics="$(find . -path '*/b/*' -name metrics.jsonl | head -1)"
+b_metrics="$(find . -path '*/a/*' -name metrics.jsonl ! -path "$a_metrics" | head -1)"
 grep -q "continuing at step 3" b.log
 $py - "$b_metrics" <<'PY'
 import json, sys

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # E2E: `roll rlvr` with real worker processes on the math + code CPU config:
 #   A  separate train/infer devices, 4 steps, checkpoints at 2 and 3, the metrics of docs/pipelines.md;
-#   B  resume from checkpoint-2: step 3's non-timing metrics equal A's within 1e-6 (actor/train_infer_*: 1e-4);
+#   B  resume from checkpoint-2 (as exp_name a, whose checkpoint it is): step 3's non-timing metrics equal A's within 1e-6 (actor/train_infer_*: 1e-4);
 #   C  train and infer colocated on the same devices (shared-memory weight sync), 2 steps;
 #   D  the arithmetic config at generate_opt_level 1 (streaming, additional prompts) with a query
 #      filter and DAPO's overlong penalty, 2 steps: scheduler/query_filter_count, the per-domain
@@ -77,9 +77,9 @@ grep -Eq "pipeline step 1 finished \([0-9.]+ s: .*train [0-9.]+ \([0-9]+%\).*ove
   || { echo "no step profile line in a.log"; grep "finished" a.log; exit 1; }
 
 echo "== B: resume from checkpoint-2"
-"$roll" rlvr "${common[@]}" "${separate[@]}" output_dir=./out exp_name=b resume_from_checkpoint=./out/pipeline/checkpoint-2 > b.log 2>&1 \
+"$roll" rlvr "${common[@]}" "${separate[@]}" output_dir=./out exp_name=a resume_from_checkpoint=./out/pipeline/checkpoint-2 > b.log 2>&1 \
   || { tail -40 b.log; exit 1; }
-b_metrics="$(find . -path '*/b/*' -name metrics.jsonl | head -1)"
+b_metrics="$(find . -path '*/a/*' -name metrics.jsonl ! -path "$a_metrics" | head -1)"
 grep -q "continuing at step 3" b.log
 $py "$root/tests/e2e/same_step_metrics.py" "$a_metrics" "$b_metrics" 3
 

@@ -357,6 +357,7 @@ Metrics PipelineBase::checkpoint(int64_t step) {
   st.step = step;
   st.log_history = nlohmann::json(history_);
   st.kv = state_kv();
+  st.exp_name = c.exp_name.value_or("");
   // Written last: its presence marks the checkpoint complete.
   save_pipeline_state(pipeline_checkpoint_dir(c.output_dir, step), st);
   prune_checkpoints(c.output_dir, c.max_ckpt_to_keep);
@@ -446,13 +447,20 @@ int PipelineBase::run() {
 
 int PipelineBase::run_steps() {
   const auto& c = config();
+  std::optional<std::string> resume_dir;
+  if (!options_.eval_only) {
+    // Checked before any worker starts: a checkpoint of another experiment is refused at once.
+    std::string resume_value;
+    if (c.resume_from_checkpoint && c.resume_from_checkpoint->is_scalar())
+      resume_value = c.resume_from_checkpoint->text();
+    resume_dir = find_resume_checkpoint(resume_value, c.output_dir);
+    if (resume_dir) check_resume_exp_name(*resume_dir, load_pipeline_state(*resume_dir), c.exp_name.value_or(""));
+  }
   tracker_ = track::make_tracker(c, config::write_pipeline_config(c));
   start_clusters();
   on_started();
   if (options_.eval_only) return run_eval_only();
-  std::string resume_value;
-  if (c.resume_from_checkpoint && c.resume_from_checkpoint->is_scalar()) resume_value = c.resume_from_checkpoint->text();
-  if (auto dir = find_resume_checkpoint(resume_value, c.output_dir)) resume(*dir);
+  if (resume_dir) resume(*resume_dir);
   if (start_step_ > 0 && start_step_ >= c.max_steps)
     log::info("resumed at step {} and max_steps is {}: nothing left to run (raise max_steps to train on)",
               start_step_, c.max_steps);

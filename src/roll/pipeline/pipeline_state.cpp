@@ -1,5 +1,6 @@
 #include "roll/pipeline/pipeline_state.h"
 
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -39,7 +40,11 @@ void save_pipeline_state(const std::string& checkpoint_dir, const PipelineState&
   const fs::path tmp = file.string() + ".tmp." + std::to_string(getpid());
   {
     std::ofstream out(tmp);
-    out << nlohmann::json{{"step", state.step}, {"log_history", state.log_history}, {"kv", state.kv}}.dump(1);
+    out << nlohmann::json{{"step", state.step},
+                          {"exp_name", state.exp_name},
+                          {"log_history", state.log_history},
+                          {"kv", state.kv}}
+               .dump(1);
     if (!out) throw Error("cannot write " + tmp.string());
   }
   fs::rename(tmp, file);
@@ -55,6 +60,7 @@ PipelineState load_pipeline_state(const std::string& checkpoint_dir) {
     s.step = j.at("step").get<int64_t>();
     s.log_history = j.value("log_history", nlohmann::json::array());
     s.kv = j.value("kv", nlohmann::json::object());
+    s.exp_name = j.value("exp_name", "");
     return s;
   } catch (const std::exception& e) {
     throw Error("resume: " + file.string() + " is malformed: " + e.what());
@@ -81,6 +87,14 @@ std::optional<std::string> find_resume_checkpoint(const std::string& value, cons
   if (!fs::exists(fs::path(value) / kStateFile))
     throw Error("resume_from_checkpoint: " + value + " has no " + kStateFile + " (not a complete pipeline checkpoint)");
   return value;
+}
+
+void check_resume_exp_name(const std::string& checkpoint_dir, const PipelineState& state, const std::string& exp_name) {
+  if (state.exp_name.empty() || state.exp_name == exp_name) return;
+  throw ConfigError("exp_name", fmt::format("resume_from_checkpoint: {} was written by exp_name '{}', and this run's "
+                                            "exp_name is '{}': resume it as exp_name '{}' (its tracker history "
+                                            "continues there), or start '{}' without resume_from_checkpoint",
+                                            checkpoint_dir, state.exp_name, exp_name, state.exp_name, exp_name));
 }
 
 void prune_checkpoints(const std::string& output_dir, int64_t keep) {

@@ -15,6 +15,7 @@ struct PipelineState {
   int64_t step = -1;  // the last step completed (-1: none)
   nlohmann::json log_history = nlohmann::json::array();
   nlohmann::json kv = nlohmann::json::object();
+  std::string exp_name;  // the run that wrote it (empty in checkpoints from before it was kept)
 };
 
 // <output_dir>/pipeline/checkpoint-<step>
@@ -30,6 +31,10 @@ PipelineState load_pipeline_state(const std::string& checkpoint_dir);
 // stopped before its first checkpoint starts again from step 0). A directory without a complete
 // state is a roll::Error naming it.
 std::optional<std::string> find_resume_checkpoint(const std::string& value, const std::string& output_dir);
+
+// A run resumes its own experiment: a checkpoint written under another exp_name is a ConfigError
+// naming both (a checkpoint without a recorded exp_name is accepted).
+void check_resume_exp_name(const std::string& checkpoint_dir, const PipelineState& state, const std::string& exp_name);
 
 // Deletes checkpoint-N folders of every sub-folder of output_dir but the newest `keep` (max_ckpt_to_keep > 0).
 void prune_checkpoints(const std::string& output_dir, int64_t keep);
