@@ -377,18 +377,22 @@ void Transformer::untie_word_embeddings() {
 void Transformer::load_adapters(const NamedTensors& tensors) {
   if (!lora_) throw Error("the model has no LoRA adapters to load into");
   at::NoGradGuard no_grad;
+  auto find_in = [](NamedTensors& v, const std::string& name) -> at::Tensor* {
+    for (auto& [k, t] : v)
+      if (k == name) return &t;
+    return nullptr;
+  };
   for (const auto& [name, src] : tensors) {
-    auto it = std::find_if(adapters_.begin(), adapters_.end(), [&](const auto& p) { return p.first == name; });
-    if (it == adapters_.end())
-      it = std::find_if(saved_.begin(), saved_.end(), [&](const auto& p) { return p.first == name; });
-    if (it == saved_.end())
+    at::Tensor* dst = find_in(adapters_, name);
+    if (!dst) dst = find_in(saved_, name);
+    if (!dst)
       throw Error(fmt::format("LoRA tensor '{}' has no adapter or saved module in this model (its targets or "
                               "modules_to_save differ)",
                               name));
-    if (!it->second.sizes().equals(src.sizes()))
+    if (!dst->sizes().equals(src.sizes()))
       throw Error(fmt::format("LoRA tensor '{}': shape {} does not match the model's {} (another rank?)", name,
-                              c10::str(src.sizes()), c10::str(it->second.sizes())));
-    it->second.copy_(src);
+                              c10::str(src.sizes()), c10::str(dst->sizes())));
+    dst->copy_(src);
   }
 }
 
