@@ -154,7 +154,7 @@ TEST(MemoryPlanTerms, TrainingActivations) {
   EXPECT_EQ(part(parts, "recomputed layer"), 2 * layer);
   EXPECT_EQ(part(parts, "attention mask"), 256 * 128 * 4);
   EXPECT_EQ(part(parts, "LM-head gradient"), 1000 * 64 * 8);
-  EXPECT_EQ(part(parts, "LM-head chunk"), 256 * 1000 * 28);
+  EXPECT_EQ(part(parts, "LM-head chunk"), 256 * 1000 * (4 + 16));
   EXPECT_EQ(part(parts, "embedding gradient"), 1000 * 64 * 4);
   // Tied embeddings: the head's and the embedding's gradients summed (fp32 model: 4 bytes), widened.
   EXPECT_EQ(part(parts, "widened vocabulary gradient"), 1000 * 64 * (4 + 4));

@@ -96,8 +96,11 @@ std::vector<Part> train_activations(const ActivationInputs& in) {
   if (!in.value_head) {
     const int64_t chunk = std::min(t, in.head_chunk);
     add(parts, "LM-head gradient", m.vocab * m.hidden * (4 + b), "fp32 accumulator and its cast");
-    add(parts, "LM-head chunk", chunk * m.vocab * (2 * b + 20), fmt::format("{} rows x {} logits", chunk, m.vocab));
-    // model/autograd_ops.cpp keeps every row's log-softmax for backward up to `hidden` rows.
+    // A chunk (model/autograd_ops.cpp) holds at once its logits, their log-softmax (or
+    // probabilities) and the logits' gradient in fp32, the product's output or the gradient's
+    // cast in the model's dtype, and logsumexp's or the entropy's temporaries.
+    add(parts, "LM-head chunk", chunk * m.vocab * (b + 16), fmt::format("{} rows x {} logits", chunk, m.vocab));
+    // Up to `hidden` rows every row's log-softmax is kept for backward.
     if (t <= m.hidden)
       add(parts, "kept LM-head log-probs", t * m.vocab * 4, fmt::format("{} rows x {} fp32", t, m.vocab));
   }
