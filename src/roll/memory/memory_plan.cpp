@@ -15,6 +15,7 @@
 #include "roll/engine/engine_config.h"
 #include "roll/train/options_from_config.h"
 #include "roll/workers/role_config.h"
+#include "roll/workers/role_model.h"
 #include "roll/workers/trim_padding.h"
 
 namespace roll::memory {
@@ -74,19 +75,14 @@ config::NodePtr child(const config::NodePtr& n, const char* key) {
   return n && n->is_map() ? n->get(key) : nullptr;
 }
 
-// The modules a LoRA role trains whole (additional_target; a critic's score head), or none when
-// the value does not parse (validation reports it).
+// The modules a LoRA role trains whole (its additional_target; a critic's score head), as the
+// role reads them (workers/role_model.h), or none when the keys do not parse (validation reports it).
 std::vector<std::string> saved_modules(const config::WorkerConfig& w, bool value_head) {
-  std::vector<std::string> saved;
-  if (!w.model_args.lora_target) return saved;
-  if (w.model_args.additional_target) {
-    try {
-      saved = config::parse_additional_target(*w.model_args.additional_target, value_head, "additional_target");
-    } catch (const ConfigError&) {
-    }
+  try {
+    if (auto lora = workers::role_lora(w, "", value_head)) return lora->modules_to_save;
+  } catch (const ConfigError&) {
   }
-  if (value_head && std::find(saved.begin(), saved.end(), "score") == saved.end()) saved.push_back("score");
-  return saved;
+  return {};
 }
 
 // LoRA's trained parameters: rank x (in + out) for each adapted linear module, and the saved
@@ -173,8 +169,10 @@ struct Context {
       out.transient["load"] = {{"model files", m.file_bytes, "mapped while the weights are read"}};
   }
 
-  ActivationInputs activations(const ModelSize& m, const config::WorkerConfig& w, int64_t tokens) const {
+  ActivationInputs activations(const ModelSize& m, const config::WorkerConfig& w, int64_t tokens,
+                               bool value_head = false) const {
     ActivationInputs a;
+    a.value_head = value_head;
     model::ModelConfig mc;
     mc.vocab_size = m.vocab;
     a.head_chunk = workers::lm_head_chunk_tokens(mc);
@@ -184,9 +182,9 @@ struct Context {
     a.seq_len = std::min(seq_len(), tokens);
     a.gradient_checkpointing = !w.model_args.disable_gradient_checkpointing;
     a.flash_attention = flash(w);
-    a.frozen_embeddings =
-        w.model_args.lora_target.has_value() &&
-        !(w.model_args.additional_target && w.model_args.additional_target->find("embed_tokens") != std::string::npos);
+    const auto saved = saved_modules(w, value_head);
+    a.frozen_embeddings = w.model_args.lora_target.has_value() &&
+                          std::find(saved.begin(), saved.end(), "model.embed_tokens") == saved.end();
     return a;
   }
 
@@ -221,14 +219,10 @@ struct Context {
     const int64_t train_tokens = w.use_dynamic_batching_in_train && w.max_tokens_per_microbatch_in_train > 0
                                      ? w.max_tokens_per_microbatch_in_train
                                      : w.training_args.per_device_train_batch_size * seq_len();
-    ActivationInputs a = activations(*m, w, train_tokens);
-    a.value_head = value_head;
-    out.transient["train"] = train_activations(a);
+    out.transient["train"] = train_activations(activations(*m, w, train_tokens, value_head));
     load_phase(out, *m);
     if (forward_pass) {
-      ActivationInputs f = activations(*m, w, forward_tokens(w));
-      f.value_head = value_head;
-      out.transient["log_probs"] = forward_activations(f);
+      out.transient["log_probs"] = forward_activations(activations(*m, w, forward_tokens(w), value_head));
     }
   }
 

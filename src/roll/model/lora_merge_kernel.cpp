@@ -18,13 +18,6 @@ constexpr int64_t kTileRows = 4;
 // Row tiles per parallel task: small modules (128 rows) still split over two threads.
 constexpr int64_t kTilesPerTask = 8;
 
-inline float widen(float v) { return v; }
-inline float widen(c10::BFloat16 v) { return static_cast<float>(v); }
-template <typename T>
-inline T narrow(float v) {
-  return static_cast<T>(v);  // c10::BFloat16: nearest, ties to even
-}
-
 // Rows [r0, r1), columns [j0, j1).
 template <typename T>
 void merge_portable(T* out, const T* w, const float* a, const float* b, float scale, int64_t rank, int64_t cols,
@@ -37,7 +30,9 @@ void merge_portable(T* out, const T* w, const float* a, const float* b, float sc
       const float* arow = a + k * cols;
       for (int64_t j = j0; j < j1; ++j) acc[j - j0] += bik * arow[j];
     }
-    for (int64_t j = j0; j < j1; ++j) out[i * cols + j] = narrow<T>(widen(w[i * cols + j]) + scale * acc[j - j0]);
+    // c10::BFloat16 from float rounds to nearest, ties to even.
+    for (int64_t j = j0; j < j1; ++j)
+      out[i * cols + j] = static_cast<T>(static_cast<float>(w[i * cols + j]) + scale * acc[j - j0]);
   }
 }
 

@@ -367,8 +367,7 @@ Metrics PipelineBase::checkpoint(int64_t step) {
   return m;
 }
 
-void PipelineBase::resume(const std::string& dir) {
-  PipelineState st = load_pipeline_state(dir);
+void PipelineBase::resume(const std::string& dir, const PipelineState& st) {
   const std::string name = std::filesystem::path(dir).filename().string();
   // <root>/pipeline/checkpoint-N: the clusters' checkpoints of that step sit under the same root,
   // which need not be this run's output_dir.
@@ -448,19 +447,23 @@ int PipelineBase::run() {
 int PipelineBase::run_steps() {
   const auto& c = config();
   std::optional<std::string> resume_dir;
+  PipelineState resume_state;
   if (!options_.eval_only) {
     // Checked before any worker starts: a checkpoint of another experiment is refused at once.
     std::string resume_value;
     if (c.resume_from_checkpoint && c.resume_from_checkpoint->is_scalar())
       resume_value = c.resume_from_checkpoint->text();
     resume_dir = find_resume_checkpoint(resume_value, c.output_dir);
-    if (resume_dir) check_resume_exp_name(*resume_dir, load_pipeline_state(*resume_dir), c.exp_name.value_or(""));
+    if (resume_dir) {
+      resume_state = load_pipeline_state(*resume_dir);
+      check_resume_exp_name(*resume_dir, resume_state, c.exp_name.value_or(""));
+    }
   }
   tracker_ = track::make_tracker(c, config::write_pipeline_config(c));
   start_clusters();
   on_started();
   if (options_.eval_only) return run_eval_only();
-  if (resume_dir) resume(*resume_dir);
+  if (resume_dir) resume(*resume_dir, resume_state);
   if (start_step_ > 0 && start_step_ >= c.max_steps)
     log::info("resumed at step {} and max_steps is {}: nothing left to run (raise max_steps to train on)",
               start_step_, c.max_steps);

@@ -115,7 +115,8 @@ class PipelineBase {
   int run_eval_only();
   void setup_model_update();
   Metrics checkpoint(int64_t step);
-  void resume(const std::string& dir);
+  // Loads the clusters' state of the checkpoint `dir` (whose pipeline state is `state`).
+  void resume(const std::string& dir, const PipelineState& state);
 
   int64_t start_step_ = 0;
   bool model_update_ready_ = false;
