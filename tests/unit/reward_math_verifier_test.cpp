@@ -120,19 +120,33 @@ TEST(RewardMathVerifier, TimeoutKillsAndRestartsTheHelper) {
   EXPECT_EQ(s.restarts, 1u);
 }
 
-TEST(RewardMathVerifier, CrashScoresZeroAndRestarts) {
+TEST(RewardMathVerifier, CrashScoresZeroAndAnExternalKillIsRetried) {
   MathVerifier verifier;
   MathVerifyResult crash = verifier.debug_request('C');
   EXPECT_EQ(crash.verdict, MathVerdict::kError);
   EXPECT_EQ(verifier.verify("2", "1+1", AnswerForm::kLatex).verdict, MathVerdict::kCorrect);
-  // An external kill (OOM killer, operator) is noticed on the next call the same way.
-  ::kill(verifier.helper_pid(), SIGKILL);
+  // An external kill (OOM killer, operator) between calls: the answer is graded by a fresh helper,
+  // not scored 0.
+  const pid_t killed = verifier.helper_pid();
+  ::kill(killed, SIGKILL);
   std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  EXPECT_EQ(verifier.verify("2", "2", AnswerForm::kLatex).verdict, MathVerdict::kError);
   EXPECT_EQ(verifier.verify("2", "2", AnswerForm::kLatex).verdict, MathVerdict::kCorrect);
+  EXPECT_NE(verifier.helper_pid(), killed);
   const MathVerifierStats s = verifier.stats();
-  EXPECT_EQ(s.errors, 2u);
+  EXPECT_EQ(s.errors, 1u);  // the crash request only
   EXPECT_EQ(s.restarts, 2u);
+}
+
+// An answer whose helper dies on both tries is an error verdict (the input is taken to kill it),
+// and the next answer still gets a helper.
+TEST(RewardMathVerifier, AHelperDyingTwiceIsAnError) {
+  MathVerifierOptions opt;
+  opt.helper_path = "/bin/false";  // exits at once: every call finds it dead
+  MathVerifier verifier(opt);
+  MathVerifyResult r = verifier.verify("1", "1", AnswerForm::kLatex);
+  EXPECT_EQ(r.verdict, MathVerdict::kError);
+  EXPECT_EQ(verifier.stats().errors, 1u);
+  EXPECT_EQ(verifier.stats().restarts, 1u);  // two helpers started for the one answer
 }
 
 TEST(RewardMathVerifier, MissingHelperIsAnErrorNotACrash) {

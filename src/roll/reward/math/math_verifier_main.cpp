@@ -63,14 +63,13 @@ int main(int argc, char** argv) {
   for (;;) {
     char header[wire::kRequestHeaderBytes];
     if (!read_full(0, header, sizeof header)) return 0;  // worker closed the socket
-    if (wire::get_u32(header) != wire::kRequestMagic) return 2;
-    const auto op = static_cast<wire::Op>(header[4]);
-    const auto form = static_cast<AnswerForm>(header[5]);
-    const std::uint32_t gold_len = wire::get_u32(header + 6), answer_len = wire::get_u32(header + 10);
-    if (gold_len > wire::kMaxFieldBytes || answer_len > wire::kMaxFieldBytes) return 2;
-    gold.resize(gold_len);
-    answer.resize(answer_len);
-    if (!read_full(0, gold.data(), gold_len) || !read_full(0, answer.data(), answer_len)) return 0;
+    const auto request = wire::decode_request_header(header);
+    if (!request) return 2;
+    const auto op = request->op;
+    const auto form = static_cast<AnswerForm>(request->form);
+    gold.resize(request->gold_bytes);
+    answer.resize(request->answer_bytes);
+    if (!read_full(0, gold.data(), gold.size()) || !read_full(0, answer.data(), answer.size())) return 0;
 
     if (max_seconds > 0) ::alarm(static_cast<unsigned>(max_seconds));
     GradeResult result;

@@ -6,6 +6,7 @@
 //   response: u32 kResponseMagic, u8 verdict, u32 detail_len, detail
 #include <cstdint>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -32,6 +33,39 @@ inline std::uint32_t get_u32(const char* p) {
   return v;
 }
 
+struct RequestHeader {
+  Op op;
+  std::uint8_t form;
+  std::uint32_t gold_bytes;
+  std::uint32_t answer_bytes;
+};
+
+struct ResponseHeader {
+  std::uint8_t verdict;
+  std::uint32_t detail_bytes;
+};
+
+inline constexpr std::uint8_t kMaxVerdict = 7;
+inline constexpr std::uint32_t kMaxDetailBytes = 4096;
+
+// nullopt: not a request (wrong magic or a field over kMaxFieldBytes); the helper then exits.
+inline std::optional<RequestHeader> decode_request_header(const char* header) {
+  if (get_u32(header) != kRequestMagic) return std::nullopt;
+  RequestHeader h{static_cast<Op>(header[4]), static_cast<std::uint8_t>(header[5]), get_u32(header + 6),
+                  get_u32(header + 10)};
+  if (h.gold_bytes > kMaxFieldBytes || h.answer_bytes > kMaxFieldBytes) return std::nullopt;
+  return h;
+}
+
+// nullopt: not a response (wrong magic, unknown verdict, detail over kMaxDetailBytes); the worker
+// then kills and restarts the helper.
+inline std::optional<ResponseHeader> decode_response_header(const char* header) {
+  if (get_u32(header) != kResponseMagic) return std::nullopt;
+  ResponseHeader h{static_cast<std::uint8_t>(header[4]), get_u32(header + 5)};
+  if (h.verdict > kMaxVerdict || h.detail_bytes > kMaxDetailBytes) return std::nullopt;
+  return h;
+}
+
 inline std::string encode_request(Op op, std::uint8_t form, std::string_view gold, std::string_view answer) {
   std::string out;
   out.reserve(kRequestHeaderBytes + gold.size() + answer.size());
@@ -46,7 +80,7 @@ inline std::string encode_request(Op op, std::uint8_t form, std::string_view gol
 }
 
 inline std::string encode_response(std::uint8_t verdict, std::string_view detail) {
-  if (detail.size() > 4096) detail = detail.substr(0, 4096);
+  if (detail.size() > kMaxDetailBytes) detail = detail.substr(0, kMaxDetailBytes);
   std::string out;
   put_u32(out, kResponseMagic);
   out += static_cast<char>(verdict);
