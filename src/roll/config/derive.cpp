@@ -402,7 +402,8 @@ void derive_worker(Ctx& x, const std::string& role, WorkerConfig& w, bool needs_
   // system_envs: the top-level ones are exported by the driver; a worker's own values win.
   Ordered<std::string> merged = x.c.system_envs;
   for (const auto& [k, v] : w.system_envs) {
-    auto it = std::find_if(merged.begin(), merged.end(), [&](const auto& e) { return e.first == k; });
+    const std::string& key = k;  // a structured binding cannot be captured before clang 16
+    auto it = std::find_if(merged.begin(), merged.end(), [&](const auto& e) { return e.first == key; });
     if (it != merged.end())
       it->second = v;
     else

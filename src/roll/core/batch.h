@@ -17,18 +17,7 @@ namespace roll {
 using Cell = nlohmann::json;
 using NonTensorColumn = std::vector<Cell>;
 
-class Batch;
-
-// group_by's result: groups in order of first appearance (ROLL returns a Python dict built that way).
-struct BatchGroups {
-  std::vector<std::pair<std::string, Batch>> entries;
-
-  const Batch& at(const std::string& key) const;  // throws roll::Error naming the key and the groups
-  bool contains(const std::string& key) const;
-  size_t size() const { return entries.size(); }
-  auto begin() const { return entries.begin(); }
-  auto end() const { return entries.end(); }
-};
+struct BatchGroups;
 
 class Batch {
  public:
@@ -112,6 +101,17 @@ class Batch {
   bool sized_ = false;  // false until a size is given or a first column fixes it
   std::vector<std::pair<std::string, at::Tensor>> tensors_;
   std::vector<std::pair<std::string, NonTensorColumn>> columns_;
+};
+
+// group_by's result: groups in order of first appearance (ROLL returns a Python dict built that way).
+struct BatchGroups {
+  std::vector<std::pair<std::string, Batch>> entries;
+
+  const Batch& at(const std::string& key) const;  // throws roll::Error naming the key and the groups
+  bool contains(const std::string& key) const;
+  size_t size() const { return entries.size(); }
+  auto begin() const { return entries.begin(); }
+  auto end() const { return entries.end(); }
 };
 
 // ROLL's reduce_metrics: each value that is a (possibly nested) list of numbers becomes its mean; numbers

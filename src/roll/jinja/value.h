@@ -29,8 +29,9 @@ class ValueDict {
   // Overwriting an existing key keeps its position, as in Python.
   void set(std::string key, Value value);
   const std::vector<Item>& items() const { return items_; }
-  std::size_t size() const { return items_.size(); }
-  bool empty() const { return items_.empty(); }
+  // Defined below Value: the size of a vector of pairs needs the pair's type complete (clang).
+  std::size_t size() const;
+  bool empty() const;
 
  private:
   std::vector<Item> items_;
@@ -125,6 +126,9 @@ class Value {
 };
 
 // Python semantics; errors (unorderable types) are roll::Error without a location.
+inline std::size_t ValueDict::size() const { return items_.size(); }
+inline bool ValueDict::empty() const { return items_.empty(); }
+
 bool equals(const Value& a, const Value& b);  // ==
 bool less(const Value& a, const Value& b);    // <
 std::string to_str(const Value& v);           // str(); Undefined renders as ""

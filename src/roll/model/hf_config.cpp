@@ -4,9 +4,11 @@
 
 #include <filesystem>
 #include <fstream>
+#include <type_traits>
 #include <nlohmann/json.hpp>
 
 #include "roll/core/error.h"
+#include "roll/core/json_number.h"
 
 namespace roll::model {
 namespace {
@@ -21,30 +23,41 @@ nlohmann::json read_json(const std::string& path) {
   }
 }
 
+std::string key_name(const std::string& path, const char* key) { return fmt::format("{}: key '{}'", path, key); }
+
+// j[key] as T: integers only from integral values in range (json_integer), bool only from a
+// bool, strings from strings; otherwise an error naming the file, key and value.
+template <typename T>
+T typed(const nlohmann::json& v, const char* key, const std::string& path) {
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+    return json_integer<T>(v, key_name(path, key));
+  } else {
+    try {
+      return v.get<T>();
+    } catch (const std::exception&) {
+      throw Error(fmt::format("{} has the wrong type ({})", key_name(path, key), v.dump()));
+    }
+  }
+}
+
 template <typename T>
 T required(const nlohmann::json& j, const char* key, const std::string& path) {
   if (!j.contains(key) || j[key].is_null()) throw Error(fmt::format("{}: key '{}' is missing", path, key));
-  try {
-    return j[key].get<T>();
-  } catch (const std::exception&) {
-    throw Error(fmt::format("{}: key '{}' has the wrong type ({})", path, key, j[key].dump()));
-  }
+  return typed<T>(j[key], key, path);
 }
 
 template <typename T>
 T optional_or(const nlohmann::json& j, const char* key, T def, const std::string& path) {
   if (!j.contains(key) || j[key].is_null()) return def;
-  try {
-    return j[key].get<T>();
-  } catch (const std::exception&) {
-    throw Error(fmt::format("{}: key '{}' has the wrong type ({})", path, key, j[key].dump()));
-  }
+  return typed<T>(j[key], key, path);
 }
 
-std::optional<int64_t> first_id(const nlohmann::json& j, const char* key) {
+// A token id, or the first of a list of them.
+std::optional<int64_t> first_id(const nlohmann::json& j, const char* key, const std::string& path) {
   if (!j.contains(key) || j[key].is_null()) return std::nullopt;
-  if (j[key].is_array()) return j[key].empty() ? std::nullopt : std::optional<int64_t>(j[key][0].get<int64_t>());
-  return j[key].get<int64_t>();
+  if (j[key].is_array())
+    return j[key].empty() ? std::nullopt : std::optional<int64_t>(typed<int64_t>(j[key][0], key, path));
+  return typed<int64_t>(j[key], key, path);
 }
 
 }  // namespace
@@ -76,9 +89,9 @@ ModelConfig ModelConfig::load(const std::string& path) {
   c.max_position_embeddings = optional_or<int64_t>(j, "max_position_embeddings", 32768, path);
   c.torch_dtype = optional_or<std::string>(j, "torch_dtype", "float32", path);
   c.num_labels = optional_or<int64_t>(j, "num_labels", 1, path);
-  c.bos_token_id = first_id(j, "bos_token_id");
-  c.eos_token_id = first_id(j, "eos_token_id");
-  c.pad_token_id = first_id(j, "pad_token_id");
+  c.bos_token_id = first_id(j, "bos_token_id", path);
+  c.eos_token_id = first_id(j, "eos_token_id", path);
+  c.pad_token_id = first_id(j, "pad_token_id", path);
   c.attention_bias = c.arch == Architecture::qwen2 ? true : optional_or<bool>(j, "attention_bias", false, path);
   c.qk_norm = c.arch == Architecture::qwen3;
   if (j.contains("rope_scaling") && !j["rope_scaling"].is_null())
@@ -127,15 +140,15 @@ GenerationConfig GenerationConfig::load(const std::string& path) {
   const auto j = read_json(path);
   if (j.contains("eos_token_id") && !j["eos_token_id"].is_null()) {
     if (j["eos_token_id"].is_array())
-      g.eos_token_ids = j["eos_token_id"].get<std::vector<int64_t>>();
+      for (const auto& id : j["eos_token_id"]) g.eos_token_ids.push_back(typed<int64_t>(id, "eos_token_id", path));
     else
-      g.eos_token_ids = {j["eos_token_id"].get<int64_t>()};
+      g.eos_token_ids = {typed<int64_t>(j["eos_token_id"], "eos_token_id", path)};
   }
-  g.pad_token_id = first_id(j, "pad_token_id");
-  g.bos_token_id = first_id(j, "bos_token_id");
+  g.pad_token_id = first_id(j, "pad_token_id", path);
+  g.bos_token_id = first_id(j, "bos_token_id", path);
   if (j.contains("temperature") && j["temperature"].is_number()) g.temperature = j["temperature"].get<double>();
   if (j.contains("top_p") && j["top_p"].is_number()) g.top_p = j["top_p"].get<double>();
-  if (j.contains("top_k") && j["top_k"].is_number()) g.top_k = j["top_k"].get<int64_t>();
+  if (j.contains("top_k") && j["top_k"].is_number()) g.top_k = typed<int64_t>(j["top_k"], "top_k", path);
   if (j.contains("repetition_penalty") && j["repetition_penalty"].is_number())
     g.repetition_penalty = j["repetition_penalty"].get<double>();
   g.do_sample = optional_or<bool>(j, "do_sample", true, path);

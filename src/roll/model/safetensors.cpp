@@ -7,9 +7,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 
 #include "roll/core/error.h"
@@ -81,57 +83,11 @@ std::shared_ptr<SafetensorsFile> SafetensorsFile::open(const std::string& path) 
     f->map_ = nullptr;
     fail(path, "mmap failed");
   }
-  const auto* bytes = static_cast<const uint8_t*>(f->map_);
-  uint64_t header_len = 0;
-  std::memcpy(&header_len, bytes, 8);  // little-endian on every platform we build for
-  if (header_len > f->map_size_ - 8)
-    fail(path, fmt::format("header claims {} bytes but the file has only {} after the size field", header_len,
-                           f->map_size_ - 8));
-  nlohmann::json header;
-  try {
-    header = nlohmann::json::parse(bytes + 8, bytes + 8 + header_len);
-  } catch (const std::exception& e) {
-    fail(path, fmt::format("header is not valid JSON: {}", e.what()));
-  }
-  if (!header.is_object()) fail(path, "header is not a JSON object");
-  f->data_ = bytes + 8 + header_len;
-  const uint64_t data_size = f->map_size_ - 8 - header_len;
-  for (auto it = header.begin(); it != header.end(); ++it) {
-    if (it.key() == "__metadata__") {
-      if (it.value().is_object())
-        for (auto m = it.value().begin(); m != it.value().end(); ++m)
-          if (m.value().is_string()) f->metadata_[m.key()] = m.value().get<std::string>();
-      continue;
-    }
-    const auto& v = it.value();
-    SafetensorsEntry e;
-    e.name = it.key();
-    try {
-      e.dtype = v.at("dtype").get<std::string>();
-      e.shape = v.at("shape").get<std::vector<int64_t>>();
-      auto off = v.at("data_offsets").get<std::vector<uint64_t>>();
-      if (off.size() != 2) throw std::runtime_error("data_offsets must have 2 entries");
-      e.begin = off[0];
-      e.end = off[1];
-    } catch (const std::exception& ex) {
-      fail(path, fmt::format("tensor '{}' has a malformed header entry: {}", e.name, ex.what()));
-    }
-    const at::ScalarType t = safetensors_dtype(e.dtype, path, e.name);
-    uint64_t numel = 1;
-    for (int64_t d : e.shape) {
-      if (d < 0) fail(path, fmt::format("tensor '{}' has a negative dimension", e.name));
-      numel *= static_cast<uint64_t>(d);
-    }
-    if (e.end < e.begin || e.end > data_size)
-      fail(path, fmt::format("tensor '{}' claims bytes [{}, {}) but the data section has {} bytes (truncated file or "
-                             "a header that lies about offsets)",
-                             e.name, e.begin, e.end, data_size));
-    if (e.end - e.begin != numel * itemsize(t))
-      fail(path, fmt::format("tensor '{}': {} bytes for shape with {} elements of {} ({} bytes expected)", e.name,
-                             e.end - e.begin, numel, e.dtype, numel * itemsize(t)));
-    f->index_[e.name] = f->entries_.size();
-    f->entries_.push_back(std::move(e));
-  }
+  SafetensorsHeader header = parse_safetensors_header(static_cast<const uint8_t*>(f->map_), f->map_size_, path);
+  f->data_ = static_cast<const uint8_t*>(f->map_) + header.data_offset;
+  f->metadata_ = std::move(header.metadata);
+  f->entries_ = std::move(header.entries);
+  for (size_t i = 0; i < f->entries_.size(); ++i) f->index_[f->entries_[i].name] = i;
   return f;
 }
 
@@ -165,29 +121,22 @@ SafetensorsDir SafetensorsDir::open(const std::string& dir) {
   std::vector<std::string> files;
   const fs::path index = fs::path(dir) / "model.safetensors.index.json";
   if (fs::exists(index)) {
-    nlohmann::json j;
-    try {
-      j = nlohmann::json::parse(std::ifstream(index));
-    } catch (const std::exception& e) {
-      throw Error(fmt::format("{}: not valid JSON: {}", index.string(), e.what()));
-    }
-    if (!j.contains("weight_map") || !j["weight_map"].is_object())
-      throw Error(fmt::format("{}: has no weight_map object", index.string()));
+    std::ifstream in(index, std::ios::binary);
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     std::map<std::string, size_t> file_ids;
-    for (auto it = j["weight_map"].begin(); it != j["weight_map"].end(); ++it) {
-      const std::string shard = it.value().get<std::string>();
+    for (const auto& [tensor, shard] : parse_safetensors_index(text, index.string())) {
       if (!file_ids.count(shard)) {
         const fs::path p = fs::path(dir) / shard;
-        if (!fs::exists(p))
-          throw Error(fmt::format("{}: shard {} (holding '{}') does not exist", index.string(), p.string(), it.key()));
+        if (!fs::is_regular_file(p))
+          throw Error(fmt::format("{}: shard {} (holding '{}') does not exist", index.string(), p.string(), tensor));
         file_ids[shard] = d.files_.size();
         d.files_.push_back(SafetensorsFile::open(p.string()));
       }
       const auto& f = d.files_[file_ids[shard]];
-      if (!f->has(it.key()))
-        throw Error(fmt::format("{}: tensor '{}' is listed in shard {} but missing from it", index.string(), it.key(),
+      if (!f->has(tensor))
+        throw Error(fmt::format("{}: tensor '{}' is listed in shard {} but missing from it", index.string(), tensor,
                                 shard));
-      d.where_[it.key()] = file_ids[shard];
+      d.where_[tensor] = file_ids[shard];
     }
     return d;
   }
@@ -238,13 +187,14 @@ void write_safetensors(const std::string& path, const NamedTensors& tensors,
   const std::string tmp = path + ".tmp";
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw Error(fmt::format("cannot write {}", tmp));
+    if (!out) throw Error(fmt::format("cannot write {}: {}", tmp, std::strerror(errno)));
     uint64_t len = h.size();
     out.write(reinterpret_cast<const char*>(&len), 8);
     out.write(h.data(), static_cast<std::streamsize>(h.size()));
     for (const auto& c : contiguous)
       out.write(static_cast<const char*>(c.data_ptr()), static_cast<std::streamsize>(c.numel() * c.element_size()));
-    if (!out) throw Error(fmt::format("write to {} failed (disk full?)", tmp));
+    out.flush();  // the last buffer's error shows here, not in the destructor
+    if (!out) throw Error(fmt::format("write to {} failed: {}", tmp, std::strerror(errno)));
   }
   fs::rename(tmp, path);  // a reader never sees a half-written file under the final name
 }

@@ -10,14 +10,9 @@
 #include <utility>
 #include <vector>
 
-namespace roll::model {
+#include "roll/model/safetensors_header.h"  // IWYU pragma: export
 
-struct SafetensorsEntry {
-  std::string name;
-  std::string dtype;  // F32, BF16, F16, I64, ... as in the file
-  std::vector<int64_t> shape;
-  uint64_t begin = 0, end = 0;  // byte offsets into the data section
-};
+namespace roll::model {
 
 // One .safetensors file, memory-mapped. Tensors returned by get() share the mapping (they keep it
 // alive); clone before writing to them.

@@ -133,7 +133,7 @@ int run_head_daemon(const HeadDaemonOptions& o) {
       while (next_node <= ids && store->check({cluster_keys::node(next_node)})) {
         ClusterView::Node n;
         n.id = next_node++;
-        n.info = NodeInfo::from_json(nlohmann::json::parse(store->get(cluster_keys::node(n.id))));
+        n.info = NodeInfo::parse(store->get(cluster_keys::node(n.id)), cluster_keys::node(n.id));
         log::info("{} joined: {} {} device(s), {} cores", n.info.describe(), n.info.devices, n.info.device_key,
                   n.info.cores);
         view.nodes.push_back(std::move(n));

@@ -114,7 +114,7 @@ int run_node_agent(const NodeIdentity& id, const std::shared_ptr<comm::Store>& s
       }
       while (store->check({node_keys::spawn(id.rank, next_spawn)})) {
         const int index = next_spawn++;
-        SpawnRequest req = SpawnRequest::from_json(nlohmann::json::parse(store->get(node_keys::spawn(id.rank, index))));
+        SpawnRequest req = SpawnRequest::parse(store->get(node_keys::spawn(id.rank, index)), node_keys::spawn(id.rank, index));
         std::map<std::string, std::string> settings = req.settings;
         settings["ROLL_DRIVER_PID"] = std::to_string(getpid());  // workers die with this agent
         settings["ROLL_RUN_DIR"] = run_dir;

@@ -141,7 +141,7 @@ std::vector<NodeInfo> join_nodes(comm::Store& store, const NodeInfo& self, std::
   }
   std::vector<NodeInfo> nodes;
   for (int k = 0; k < self.world_size; ++k) {
-    NodeInfo n = NodeInfo::from_json(nlohmann::json::parse(store.get(node_keys::info(k))));
+    NodeInfo n = NodeInfo::parse(store.get(node_keys::info(k)), node_keys::info(k));
     if (n.world_size != self.world_size)
       throw Error(fmt::format("{} runs with WORLD_SIZE={} but {} has WORLD_SIZE={}", n.describe(), n.world_size,
                               self.describe(), self.world_size));

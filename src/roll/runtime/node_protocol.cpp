@@ -4,6 +4,9 @@
 
 #include <map>
 
+#include "roll/core/error.h"
+#include "roll/core/json_number.h"
+
 namespace roll::runtime {
 
 nlohmann::json NodeInfo::to_json() const {
@@ -13,15 +16,38 @@ nlohmann::json NodeInfo::to_json() const {
 
 NodeInfo NodeInfo::from_json(const nlohmann::json& j) {
   NodeInfo n;
-  n.rank = j.at("rank").get<int>();
-  n.world_size = j.at("world_size").get<int>();
+  n.rank = json_integer<int>(j.at("rank"), "rank");
+  n.world_size = json_integer<int>(j.at("world_size"), "world_size");
   n.address = j.at("address").get<std::string>();
   n.worker_id = j.value("worker_id", "");
   n.hostname = j.value("hostname", "");
-  n.devices = j.value("devices", 0);
-  n.cores = j.value("cores", 0);
+  n.devices = json_integer_or<int>(j, "devices", 0, "devices");
+  n.cores = json_integer_or<int>(j, "cores", 0, "cores");
   n.device_key = j.value("device_key", "CPU");
   return n;
+}
+
+namespace {
+
+template <typename T>
+T parse_store_value(const std::string& text, const std::string& source) {
+  auto malformed = [&](const char* why) {
+    return Error(fmt::format("{} in the cluster store is malformed ({}): is that node a different rollcpp version?",
+                             source, why));
+  };
+  try {
+    return T::from_json(nlohmann::json::parse(text));
+  } catch (const nlohmann::json::exception& e) {
+    throw malformed(e.what());
+  } catch (const Error& e) {  // a number out of range (json_integer)
+    throw malformed(e.what());
+  }
+}
+
+}  // namespace
+
+NodeInfo NodeInfo::parse(const std::string& text, const std::string& source) {
+  return parse_store_value<NodeInfo>(text, source);
 }
 
 std::string NodeInfo::describe() const {
@@ -36,6 +62,10 @@ SpawnRequest SpawnRequest::from_json(const nlohmann::json& j) {
   r.name = j.at("name").get<std::string>();
   r.settings = j.at("settings").get<std::map<std::string, std::string>>();
   return r;
+}
+
+SpawnRequest SpawnRequest::parse(const std::string& text, const std::string& source) {
+  return parse_store_value<SpawnRequest>(text, source);
 }
 
 namespace node_keys {

@@ -30,6 +30,8 @@ struct NodeInfo {
   std::string device_key = "CPU";  // ROLL's resource name: CPU | GPU | NPU
   nlohmann::json to_json() const;
   static NodeInfo from_json(const nlohmann::json& j);
+  // JSON text from the store; throws roll::Error naming `source` (the store key) when malformed.
+  static NodeInfo parse(const std::string& text, const std::string& source);
   // "node 1 (10.0.0.2, host n1)"
   std::string describe() const;
 };
@@ -39,6 +41,7 @@ struct SpawnRequest {
   std::map<std::string, std::string> settings;  // variables over the agent's environment
   nlohmann::json to_json() const;
   static SpawnRequest from_json(const nlohmann::json& j);
+  static SpawnRequest parse(const std::string& text, const std::string& source);  // as NodeInfo::parse
 };
 
 namespace node_keys {

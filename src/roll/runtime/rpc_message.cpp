@@ -60,12 +60,18 @@ Message decode_message(std::vector<zmq::message_t>& frames, size_t first) {
     throw Error(std::string("rpc: malformed message header: ") + e.what());
   }
   Message m;
-  m.id = header.at("id").get<uint64_t>();
-  m.kind = parse_kind(header.at("kind").get<std::string>());
-  m.method = header.value("method", "");
-  m.error = header.value("error", "");
-  m.payload.args = header.value("args", nlohmann::json::object());
-  if (header.value("has_batch", false)) {
+  bool has_batch = false;
+  try {
+    m.id = header.at("id").get<uint64_t>();
+    m.kind = parse_kind(header.at("kind").get<std::string>());
+    m.method = header.value("method", "");
+    m.error = header.value("error", "");
+    m.payload.args = header.value("args", nlohmann::json::object());
+    has_batch = header.value("has_batch", false);
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(std::string("rpc: malformed message header (a peer of another rollcpp version?): ") + e.what());
+  }
+  if (has_batch) {
     if (frames.size() < first + 2) throw Error("rpc: message of '" + m.method + "' lacks its batch frames");
     // The received frames own the bytes: keep them alive with the batch instead of copying.
     auto owner = std::make_shared<std::vector<zmq::message_t>>();

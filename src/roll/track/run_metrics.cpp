@@ -45,7 +45,7 @@ RunMetrics parse_metrics_jsonl(std::istream& in, const std::string& name) {
     nlohmann::json record;
     try {
       record = nlohmann::json::parse(line);
-    } catch (const nlohmann::json::parse_error& e) {
+    } catch (const nlohmann::json::exception& e) {
       if (unfinished) {
         log::warn("{}:{}: skipping the unfinished last line (the run may still be writing it)", name, number);
         ++run.skipped_truncated;
@@ -85,7 +85,7 @@ RunMetrics read_run_metrics(const std::string& run_dir) {
     std::ifstream h(hparams);
     try {
       run.hparams = nlohmann::json::parse(h);
-    } catch (const nlohmann::json::parse_error& e) {
+    } catch (const nlohmann::json::exception& e) {
       throw Error(fmt::format("{}: not JSON: {}", hparams.string(), e.what()));
     }
     if (!run.hparams.is_object()) throw Error(fmt::format("{}: expected a JSON object", hparams.string()));

@@ -6,6 +6,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -36,7 +38,8 @@ void write_text(const fs::path& p, const std::string& text) {
   {
     std::ofstream out(p, std::ios::binary | std::ios::trunc);
     out << text;
-    if (!out) throw Error(fmt::format("checkpoint: cannot write {}", p.string()));
+    out.flush();
+    if (!out) throw Error(fmt::format("checkpoint: cannot write {}: {}", p.string(), std::strerror(errno)));
   }
   fsync_path(p);
 }
@@ -131,9 +134,10 @@ std::string checkpoint_problem(const std::string& dir) {
   } catch (const std::exception& e) {
     return fmt::format("manifest.json is unreadable: {}", e.what());
   }
-  if (m.value("format", "") != kFormat) return "manifest.json has an unknown format";
+  if (!m.is_object() || !m.contains("format") || m["format"] != kFormat) return "manifest.json has an unknown format";
   if (!m.contains("files") || !m["files"].is_object()) return "manifest.json lists no files";
   for (const auto& [rel, size] : m["files"].items()) {
+    if (!size.is_number_integer()) return fmt::format("manifest.json gives {} the size {}, not a byte count", rel, size.dump());
     const fs::path p = d / rel;
     if (!fs::exists(p)) return fmt::format("{} is missing", rel);
     const auto actual = static_cast<int64_t>(fs::file_size(p));
@@ -205,7 +209,13 @@ void prune_checkpoints(const std::string& root, int64_t keep) {
   for (const auto& e : fs::directory_iterator(root))
     if (auto step = step_of(e.path()); step && e.is_directory()) found.emplace_back(*step, e.path());
   std::sort(found.begin(), found.end());
-  for (size_t i = 0; i + static_cast<size_t>(keep) < found.size(); ++i) fs::remove_all(found[i].second);
+  for (size_t i = 0; i + static_cast<size_t>(keep) < found.size(); ++i) {
+    // Renamed before it is removed: a half-removed directory never carries a checkpoint's name.
+    const fs::path doomed = found[i].second.string() + ".removing";
+    fs::remove_all(doomed);
+    fs::rename(found[i].second, doomed);
+    fs::remove_all(doomed);
+  }
 }
 
 }  // namespace roll::train

@@ -30,7 +30,7 @@ JsonRecord parse_record(std::string_view text, int64_t line) {
   r.line = line;
   try {
     r.value = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {  // parse_error, or out_of_range for a number too large
     r.value = nullptr;
     r.error = fmt::format("bad JSON: {}", e.what());
   }

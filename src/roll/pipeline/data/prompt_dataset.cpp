@@ -24,7 +24,7 @@ nlohmann::json checked_messages(const nlohmann::json& value, const std::string& 
   if (value.is_string()) {
     try {
       messages = nlohmann::json::parse(value.get_ref<const std::string&>());
-    } catch (const nlohmann::json::parse_error& e) {
+    } catch (const nlohmann::json::exception& e) {
       throw Error(fmt::format("\"{}\" is a string but not JSON: {}", key, e.what()));
     }
   }
