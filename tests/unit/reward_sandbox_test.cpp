@@ -19,8 +19,10 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <sstream>
 #include <thread>
 
 #include "roll/reward/code_reward.h"
@@ -476,6 +478,58 @@ TEST_F(RewardSandboxTest, TenGigabyteAllocationIsStoppedAndScoredZero) {
   EXPECT_EQ(res.error_class, CodeErrorClass::runtime);
   EXPECT_EQ(res.error_message, "Memory Limit Exceeded");
   expect_still_works(sandbox);
+}
+
+namespace {
+
+// SIGKILLs the first bwrap this process starts (as the OOM killer or an operator would); returns
+// at once after one kill, or after ~5 s without one.
+std::thread kill_first_jail() {
+  return std::thread([parent = ::getpid()] {
+    for (int tries = 0; tries < 500; ++tries) {
+      for (const auto& e : std::filesystem::directory_iterator("/proc")) {
+        const std::string name = e.path().filename().string();
+        if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+        std::ifstream stat(e.path() / "stat");
+        std::string line;
+        std::getline(stat, line);
+        const size_t close = line.rfind(')');
+        if (close == std::string::npos || line.find("(bwrap)") == std::string::npos) continue;
+        std::istringstream rest(line.substr(close + 2));
+        char state;
+        int ppid = 0;
+        rest >> state >> ppid;
+        if (ppid != parent) continue;
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the program is running by now
+        ::kill(std::stoi(name), SIGKILL);
+        return;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  });
+}
+
+}  // namespace
+
+TEST_F(RewardSandboxTest, AJailKilledFromOutsideIsMarkedAndTheRewardRunsItAgain) {
+  Sandbox sandbox(options_);
+  std::thread killer = kill_first_jail();
+  SandboxResult r = sandbox.run_python("import time\ntime.sleep(5)\nprint(1)\n", "", 10);
+  killer.join();
+  ASSERT_TRUE(r.started) << r.error;
+  EXPECT_TRUE(r.jail_killed);
+  EXPECT_FALSE(r.killed);
+  EXPECT_EQ(r.signal, SIGKILL);
+  EXPECT_FALSE(r.ok());
+  EXPECT_LT(r.wall_seconds, 5.0);
+
+  // A correct solution whose first jail is killed from outside still scores 1.
+  CodeSandboxReward reward(sandbox, CodeRewardOptions{});
+  killer = kill_first_jail();
+  CodeRewardResult res = reward.compute("```python\nimport time\ntime.sleep(1)\nprint(int(input()) + 1)\n```",
+                                        nlohmann::json{{"inputs", {"1"}}, {"outputs", {"2"}}}, "");
+  killer.join();
+  EXPECT_EQ(res.score, 1.0) << res.error_message;
 }
 
 TEST_F(RewardSandboxTest, InfiniteLoopTimesOutAndScoresZero) {

@@ -211,6 +211,8 @@ CodeRewardResult CodeSandboxReward::compute(std::string_view response, const nlo
           req.timeout_s = std::min(timeout, left) + options_.startup_allowance_s;
           req.stdout_cap = std::max(options_.stdout_cap, 2 * io.outputs[i].size() + 4096);
           SandboxResult r = sandbox_.run(req);
+          // A jail killed from outside says nothing about the solution: it runs once more.
+          if (r.jail_killed) r = sandbox_.run(req);
           if (!r.ok()) {
             classify_failure(r, out);
             out.error = fmt::format("input {}: {}", i, out.error);

@@ -604,6 +604,7 @@ SandboxResult Sandbox::run(const SandboxRequest& req) const {
   } else if (WIFSIGNALED(status)) {
     r.signal = WTERMSIG(status);
     r.exit_code = 128 + r.signal;
+    r.jail_killed = !r.killed;  // a program's own signals reach us as bwrap's exit status 128 + n
   }
   r.started = true;
   if (!r.killed && r.exit_code != 0 && is_setup_failure(r.stderr_data)) {

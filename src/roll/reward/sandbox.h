@@ -73,6 +73,9 @@ struct SandboxResult {
   bool timed_out = false;
   bool output_truncated = false;  // stdout or stderr went past its cap
   bool killed = false;            // we killed it (timeout or output cap)
+  // bwrap itself ended by a signal we did not send (the OOM killer, an operator): what the
+  // program would have done is unknown, and the caller may run it again.
+  bool jail_killed = false;
   std::string stdout_data, stderr_data;  // at most the caps
   double wall_seconds = 0;
   uint32_t uid = 0;  // the host uid it ran as
