@@ -9,7 +9,9 @@
 #          prompts, in its own shuffle) equal A's, none skipped or repeated;
 #   LAST   from checkpoint-3, after the last step: nothing is left to run, the run says so and
 #          ends cleanly without training;
-#   OTHER  another exp_name resuming A's checkpoint: refused at once, naming both.
+#   OTHER  another exp_name resuming A's checkpoint: refused at once, naming both;
+#   CHANGED  a changed seed and learning rate: refused at once naming both keys and values; a
+#          raised max_steps (a key a resume may change, docs/compat.md "Resume"): step 4 runs.
 # A run resumes its own experiment, so the resumed runs are exp_name a too.
 # "Equal": every non-timing metric within 1e-6 (same_step_metrics.py).
 set -euo pipefail
@@ -74,4 +76,16 @@ if "$roll" rlvr "${common[@]}" output_dir=./out exp_name=other resume_from_check
 fi
 grep -q "was written by exp_name 'a', and this run's exp_name is 'other'" other.log || { tail -5 other.log; exit 1; }
 if grep -q "starting .* clusters" other.log; then echo "workers started before the refusal"; exit 1; fi
+echo "== CHANGED: a config that differs from the checkpoint's run"
+if "$roll" rlvr "${common[@]}" output_dir=./out exp_name=a resume_from_checkpoint=./out/pipeline/checkpoint-2 \
+  seed=7 actor_train.training_args.learning_rate=0.02 > changed.log 2>&1; then
+  echo "a changed seed and learning rate were resumed"; exit 1
+fi
+grep -q "seed: 42 -> 7" changed.log || { tail -8 changed.log; exit 1; }
+grep -q "actor_train.training_args.learning_rate: 0.01 -> 0.02" changed.log || { tail -8 changed.log; exit 1; }
+if grep -q "starting .* clusters" changed.log; then echo "workers started before the refusal"; exit 1; fi
+"$roll" rlvr "${common[@]}" output_dir=./out exp_name=a resume_from_checkpoint=./out/pipeline/checkpoint-3 max_steps=5 \
+  > more.log 2>&1 || { tail -40 more.log; exit 1; }
+grep -q "resume: max_steps changed from 4 to 5" more.log || { grep -i resum more.log; exit 1; }
+grep -q "pipeline step 4 start" more.log || { echo "step 4 did not run"; tail -20 more.log; exit 1; }
 echo "resume edges: ok"

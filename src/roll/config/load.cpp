@@ -39,6 +39,7 @@ LoadedConfig load_config(const LoadRequest& request) {
   NodePtr composed = compose(request.compose);
   std::set<std::string> referenced;
   out.resolved = resolve(composed, {}, &referenced);
+  out.composed = composed;
   out.platform = request.platform ? *request.platform : default_platform();
 
   Diagnostics diag;

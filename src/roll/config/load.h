@@ -21,6 +21,7 @@ struct LoadRequest {
 
 struct LoadedConfig {
   std::string file;
+  NodePtr composed;  // the config as written: includes and overrides applied, not interpolated
   NodePtr resolved;  // the composed and interpolated tree, before typing
   PipelineConfig config;
   Platform platform = Platform::cpu;

@@ -10,6 +10,7 @@
 
 #include <ATen/ATen.h>
 
+#include "roll/config/node_json.h"
 #include "roll/config/reader.h"
 #include "roll/core/error.h"
 #include "roll/core/log.h"
@@ -17,6 +18,7 @@
 #include "roll/monitor/dashboard_server.h"
 #include "roll/monitor/run_board.h"
 #include "roll/monitor/run_record.h"
+#include "roll/pipeline/resume_config.h"
 #include "roll/pipeline/step_profile.h"
 #include "roll/pipeline/train_infer_step.h"
 #include "roll/rl/balance.h"
@@ -330,6 +332,11 @@ Metrics PipelineBase::train(Batch& batch, int64_t step) {
   return m;
 }
 
+nlohmann::json PipelineBase::written_config() const {
+  if (!loaded_.composed) return nullptr;
+  return nlohmann::json::parse(config::to_json(loaded_.composed).dump());
+}
+
 Metrics PipelineBase::checkpoint(int64_t step) {
   const auto& c = config();
   Metrics m;
@@ -358,6 +365,7 @@ Metrics PipelineBase::checkpoint(int64_t step) {
   st.log_history = nlohmann::json(history_);
   st.kv = state_kv();
   st.exp_name = c.exp_name.value_or("");
+  st.config = written_config();
   // Written last: its presence marks the checkpoint complete.
   save_pipeline_state(pipeline_checkpoint_dir(c.output_dir, step), st);
   prune_checkpoints(c.output_dir, c.max_ckpt_to_keep);
@@ -457,6 +465,8 @@ int PipelineBase::run_steps() {
     if (resume_dir) {
       resume_state = load_pipeline_state(*resume_dir);
       check_resume_exp_name(*resume_dir, resume_state, c.exp_name.value_or(""));
+      for (const auto& change : check_resume_config(*resume_dir, resume_state.config, written_config()))
+        log::info("resume: {} changed from {} to {}", change.key, change.before, change.after);
     }
   }
   tracker_ = track::make_tracker(c, config::write_pipeline_config(c));

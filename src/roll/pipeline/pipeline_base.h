@@ -58,6 +58,9 @@ class PipelineBase {
   int run();
 
   const config::PipelineConfig& config() const { return loaded_.config; }
+  // The config as the user wrote it (composed, not interpolated), as JSON: kept in each pipeline
+  // checkpoint and compared on resume (resume_config.h). Null when the config was not loaded from YAML.
+  nlohmann::json written_config() const;
   const std::vector<nlohmann::json>& history() const { return history_; }
 
  protected:

@@ -1,11 +1,17 @@
 #include "roll/pipeline/pipeline_state.h"
 
 #include <fmt/format.h>
+#include <fcntl.h>
 #include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include <filesystem>
 #include <fstream>
+#include <algorithm>
 #include <map>
+#include <vector>
 
 #include "roll/core/error.h"
 #include "roll/core/log.h"
@@ -28,6 +34,14 @@ std::optional<int64_t> checkpoint_number(const fs::path& p) {
     return std::nullopt;
   }
 }
+// fsync of a file or directory; best effort (a file system without it still has the rename's order).
+void sync_path(const fs::path& p) {
+  const int fd = ::open(p.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return;
+  ::fsync(fd);
+  ::close(fd);
+}
+
 }  // namespace
 
 std::string pipeline_checkpoint_dir(const std::string& output_dir, int64_t step) {
@@ -35,19 +49,25 @@ std::string pipeline_checkpoint_dir(const std::string& output_dir, int64_t step)
 }
 
 void save_pipeline_state(const std::string& checkpoint_dir, const PipelineState& state) {
-  const fs::path file = fs::path(checkpoint_dir) / kStateFile;
+  // Written whole under <dir>.partial and renamed: a crash leaves no checkpoint-N without its state.
+  const fs::path dir(checkpoint_dir);
+  const fs::path partial = dir.string() + ".partial";
+  fs::remove_all(partial);
+  const fs::path file = partial / kStateFile;
   fs::create_directories(file.parent_path());
-  const fs::path tmp = file.string() + ".tmp." + std::to_string(getpid());
+  nlohmann::json j{{"step", state.step}, {"exp_name", state.exp_name}, {"log_history", state.log_history},
+                   {"kv", state.kv}};
+  if (!state.config.is_null()) j["config"] = state.config;
   {
-    std::ofstream out(tmp);
-    out << nlohmann::json{{"step", state.step},
-                          {"exp_name", state.exp_name},
-                          {"log_history", state.log_history},
-                          {"kv", state.kv}}
-               .dump(1);
-    if (!out) throw Error("cannot write " + tmp.string());
+    std::ofstream out(file);
+    out << j.dump(1);
+    out.flush();
+    if (!out) throw Error(fmt::format("cannot write {}: {}", file.string(), std::strerror(errno)));
   }
-  fs::rename(tmp, file);
+  sync_path(file);
+  if (fs::exists(dir)) fs::remove_all(dir);  // the same step saved again by a resumed run
+  fs::rename(partial, dir);
+  sync_path(dir.parent_path());
 }
 
 PipelineState load_pipeline_state(const std::string& checkpoint_dir) {
@@ -61,6 +81,7 @@ PipelineState load_pipeline_state(const std::string& checkpoint_dir) {
     s.log_history = j.value("log_history", nlohmann::json::array());
     s.kv = j.value("kv", nlohmann::json::object());
     s.exp_name = j.value("exp_name", "");
+    s.config = j.value("config", nlohmann::json());
     return s;
   } catch (const std::exception& e) {
     throw Error("resume: " + file.string() + " is malformed: " + e.what());
@@ -99,13 +120,22 @@ void check_resume_exp_name(const std::string& checkpoint_dir, const PipelineStat
 
 void prune_checkpoints(const std::string& output_dir, int64_t keep) {
   if (keep <= 0 || !fs::is_directory(output_dir)) return;
-  for (const auto& sub : fs::directory_iterator(output_dir)) {
-    if (!sub.is_directory()) continue;
+  // The pipeline's state goes first: a crash midway leaves clusters' checkpoints without a
+  // pipeline checkpoint (ignored by resume), never a pipeline checkpoint without its parts.
+  std::vector<fs::path> subs;
+  for (const auto& sub : fs::directory_iterator(output_dir))
+    if (sub.is_directory()) subs.push_back(sub.path());
+  std::stable_partition(subs.begin(), subs.end(), [](const fs::path& p) { return p.filename() == "pipeline"; });
+  for (const auto& sub : subs) {
     std::map<int64_t, fs::path> found;
-    for (const auto& e : fs::directory_iterator(sub.path()))
+    for (const auto& e : fs::directory_iterator(sub))
       if (auto n = checkpoint_number(e.path())) found[*n] = e.path();
     while (static_cast<int64_t>(found.size()) > keep) {
-      fs::remove_all(found.begin()->second);
+      // Renamed before it is removed: a half-removed directory never carries a checkpoint's name.
+      const fs::path doomed = found.begin()->second.string() + ".removing";
+      fs::remove_all(doomed);
+      fs::rename(found.begin()->second, doomed);
+      fs::remove_all(doomed);
       found.erase(found.begin());
     }
   }

@@ -16,6 +16,7 @@ struct PipelineState {
   nlohmann::json log_history = nlohmann::json::array();
   nlohmann::json kv = nlohmann::json::object();
   std::string exp_name;  // the run that wrote it (empty in checkpoints from before it was kept)
+  nlohmann::json config;  // the run's config as written (composed, not interpolated); null in older checkpoints
 };
 
 // <output_dir>/pipeline/checkpoint-<step>
