@@ -35,3 +35,17 @@ TEST(ConfigDeviceMapping, CompactFormat) {
   EXPECT_EQ(format_device_ids({4}), "4");
   EXPECT_EQ(format_device_ids({}), "-");
 }
+
+TEST(ConfigDeviceMapping, HugeNumbersAreRefusedNotOverflowedOrEnumerated) {
+  for (const char* text : {"list(range(0,99999999999999999999))", "list(range(0,4611686018427387904))",
+                           "[2147483648]", "list(range(-70000, 0))"}) {
+    try {
+      (void)parse_device_mapping(text, "actor_train.device_mapping");
+      ADD_FAILURE() << text << " was accepted";
+    } catch (const roll::ConfigError& e) {
+      EXPECT_EQ(e.key(), "actor_train.device_mapping");
+      EXPECT_NE(std::string(e.what()).find("out of range"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_EQ(parse_device_mapping("list(range(+2,4))", "k"), (std::vector<int>{2, 3}));
+}

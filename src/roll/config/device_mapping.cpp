@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cctype>
+#include <charconv>
 
 #include "roll/core/error.h"
 
@@ -63,7 +64,15 @@ class Parser {
       pos_ = start;
       fail("expected an integer");
     }
-    long v = std::stol(s_.substr(start, pos_ - start));
+    // Device indices are small: a larger number is a typo (and range() over it would not end).
+    constexpr long kLimit = 1 << 16;
+    long v = 0;
+    const char* first = s_.data() + start + (s_[start] == '+' ? 1 : 0);
+    const auto [end, ec] = std::from_chars(first, s_.data() + pos_, v);
+    if (ec != std::errc() || end != s_.data() + pos_ || v > kLimit || v < -kLimit) {
+      pos_ = start;
+      fail(fmt::format("integer out of range (device indices are at most {})", kLimit));
+    }
     return v;
   }
   std::vector<int> range_call() {
