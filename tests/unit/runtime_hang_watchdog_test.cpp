@@ -5,6 +5,7 @@
 #include <signal.h>
 
 #include <chrono>
+#include <future>
 #include <thread>
 
 #include "roll/config/placement.h"
@@ -13,6 +14,7 @@
 #include "roll/monitor/run_status.h"
 #include "roll/runtime/hang_watchdog.h"
 #include "roll/runtime/role.h"
+#include "roll/runtime/rpc_client.h"
 #include "roll/runtime/rpc_server.h"
 #include "roll/runtime/runtime.h"
 #include "unit/multiprocess.h"
@@ -137,6 +139,38 @@ TEST(RuntimeHangWatchdog, ReportsAStackNamingTheFunctionAndAStoppedWorkersState)
   std::this_thread::sleep_for(300ms);
   EXPECT_EQ(rt.watchdog().reports().size(), 2u);
   EXPECT_EQ(rt.watchdog().reports()[0].to_json()["method"], "block");
+}
+
+
+// Calls over a further connection to a rank (Cluster::connect: the request router's, which carry
+// the generate requests of a rollout) are watched like the cluster's own.
+TEST(RuntimeHangWatchdog, WatchesTheCallsOfTheRoutersConnections) {
+  const std::string dir = test::make_scratch_dir();
+  RuntimeOptions o = test::worker_runtime_options(dir);
+  o.watchdog.min_bound = 1s;
+  o.watchdog.factor = 2;  // first calls: 2 s
+  o.watchdog.poll = 100ms;
+  o.watchdog.answer_timeout = 2s;
+  Runtime rt(o);
+  auto c = rt.start(blocking_cluster("routed", 1));
+  std::shared_ptr<RpcClient> router_link = c->connect(0);
+  std::promise<void> answered;
+  testing::internal::CaptureStderr();
+  router_link->call_async("block", Payload(nlohmann::json{{"ms", 4000}}),
+                          [&](Payload*, const std::string&) { answered.set_value(); });
+  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<StallReport> reports;
+  while (std::chrono::steady_clock::now() - t0 < 10s && reports.empty()) {
+    std::this_thread::sleep_for(100ms);
+    reports = rt.watchdog().reports();
+  }
+  answered.get_future().wait();
+  const std::string log = testing::internal::GetCapturedStderr();
+  ASSERT_EQ(reports.size(), 1u) << log;
+  EXPECT_EQ(reports[0].method, "block");
+  EXPECT_EQ(reports[0].rank, 0);
+  EXPECT_NE(reports[0].worker.find("routed-0"), std::string::npos);
+  EXPECT_NE(log.find("watchdog: routed-0"), std::string::npos) << log;
 }
 
 }  // namespace

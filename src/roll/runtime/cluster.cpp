@@ -163,21 +163,27 @@ void Cluster::wait_ready(std::chrono::milliseconds timeout) {
 void Cluster::on_worker_exit(int rank, const std::string& how) {
   unregister_worker_pid(workers_[rank].process->pid());
   if (worker_exit_expected()) return;
-  std::lock_guard<std::mutex> g(mu_);
-  if (stopping_) return;
-  std::string reason = fmt::format("worker {} {}; last log lines:{}", describe(rank), how,
-                                   indent_lines(workers_[rank].process->last_lines()));
-  log::error("{}", reason);
-  // Every call pending anywhere in this cluster fails now: a collective step cannot finish
-  // without this rank.
-  fail_locked(reason);
+  std::string reason;
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    if (stopping_) return;
+    reason = fmt::format("worker {} {}; last log lines:{}", describe(rank), how,
+                         indent_lines(workers_[rank].process->last_lines()));
+    log::error("{}", reason);
+    // Every call pending anywhere in this cluster fails now: a collective step cannot finish
+    // without this rank.
+    fail_locked(reason);
+  }
+  // And every other cluster's: the run cannot go on without this worker, and the driver may be
+  // waiting on another cluster for a whole phase before it calls this one again.
+  runtime_.fail_all_calls(reason);
 }
 
 void Cluster::fail_locked(const std::string& reason) {
   if (!failure_) failure_ = reason;
   for (auto& w : workers_)
     if (w.client) w.client->fail_all(reason);
-  for (auto& weak : extra_clients_)
+  for (auto& [rank, weak] : extra_clients_)
     if (auto c = weak.lock()) c->fail_all(reason);
 }
 
@@ -185,7 +191,7 @@ std::shared_ptr<RpcClient> Cluster::connect(int rank) {
   auto c = std::make_shared<RpcClient>(endpoint(rank), describe(rank));
   std::lock_guard<std::mutex> g(mu_);
   if (failure_) c->fail_all(*failure_);
-  extra_clients_.push_back(c);
+  extra_clients_.emplace_back(rank, c);
   return c;
 }
 
@@ -263,6 +269,15 @@ Cluster::RankActivity Cluster::activity(int rank) const {
   if (w.client)
     for (auto& c : w.client->pending_calls())
       if (c.method.rfind("__", 0) != 0) a.calls.push_back(std::move(c));
+  for (size_t i = 0; i < extra_clients_.size(); ++i) {
+    if (extra_clients_[i].first != rank) continue;
+    if (auto client = extra_clients_[i].second.lock())
+      for (auto& c : client->pending_calls()) {
+        if (c.method.rfind("__", 0) == 0) continue;
+        c.id |= static_cast<uint64_t>(i + 1) << 48;
+        a.calls.push_back(std::move(c));
+      }
+  }
   return a;
 }
 
@@ -272,6 +287,9 @@ std::vector<double> Cluster::completed_seconds(const std::string& method) const 
   for (const auto& w : workers_)
     if (w.client)
       for (double s : w.client->completed_seconds(method)) out.push_back(s);
+  for (const auto& [rank, weak] : extra_clients_)
+    if (auto client = weak.lock())
+      for (double s : client->completed_seconds(method)) out.push_back(s);
   return out;
 }
 

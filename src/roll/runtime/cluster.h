@@ -70,7 +70,10 @@ class Cluster {
     pid_t pid = 0;
     bool on_this_node = true;
     bool running = false;  // the process runs (false once it exited or the cluster stopped)
-    std::vector<RpcClient::PendingCall> calls;  // the driver's calls in flight on this rank (not __ ones)
+    // The driver's calls in flight on this rank (not __ ones), its own and those of the clients
+    // from connect(); the latter's ids carry the client's index in their top 16 bits (ids are
+    // per client), so every call has its own id.
+    std::vector<RpcClient::PendingCall> calls;
   };
   RankActivity activity(int rank) const;
   // How long the answered calls of `method` took on every rank, in seconds.
@@ -108,7 +111,9 @@ class Cluster {
   Runtime& runtime_;
   ClusterSpec spec_;
   std::vector<Worker> workers_;
-  std::vector<std::weak_ptr<RpcClient>> extra_clients_;  // from connect(), failed with the cluster
+  // From connect(), with their rank: failed with the cluster, and their calls (the router's
+  // generate requests) count in activity() and completed_seconds() for the hang watchdog.
+  std::vector<std::pair<int, std::weak_ptr<RpcClient>>> extra_clients_;
   mutable std::mutex mu_;
   std::optional<std::string> failure_;
   bool stopping_ = false;

@@ -93,15 +93,7 @@ Runtime::Runtime(RuntimeOptions options) : options_(std::move(options)) {
   if (options_.nodes) {
     store_ = options_.nodes->store();
     options_.host = options_.nodes->node(0).address;
-    options_.nodes->on_node_lost([this](const std::string& reason) {
-      std::vector<std::shared_ptr<Cluster>> alive;
-      {
-        std::lock_guard<std::mutex> g(mu_);
-        for (auto& w : clusters_)
-          if (auto c = w.lock()) alive.push_back(c);
-      }
-      for (auto& c : alive) c->fail_calls(reason);
-    });
+    options_.nodes->on_node_lost([this](const std::string& reason) { fail_all_calls(reason); });
   } else {
     store_ = comm::Store::tcp({options_.host, 0, true, options_.start_timeout});
   }
@@ -148,6 +140,10 @@ std::shared_ptr<Cluster> Runtime::start(ClusterSpec spec) {
   std::vector<ClusterSpec> one;
   one.push_back(std::move(spec));
   return start(std::move(one)).front();
+}
+
+void Runtime::fail_all_calls(const std::string& reason) {
+  for (auto& c : clusters()) c->fail_calls(reason);
 }
 
 std::vector<std::shared_ptr<Cluster>> Runtime::clusters() const {

@@ -63,6 +63,9 @@ class Runtime {
 
   // The clusters running now (for the watchdog and the dashboard, from any thread).
   std::vector<std::shared_ptr<Cluster>> clusters() const;
+  // Fails every pending and later call of every cluster with `reason`: a lost node or worker ends
+  // the run at once, not when the driver next calls the cluster that lost it.
+  void fail_all_calls(const std::string& reason);
   const HangWatchdog& watchdog() const { return *watchdog_; }
 
  private:
