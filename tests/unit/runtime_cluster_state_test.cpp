@@ -76,6 +76,12 @@ TEST(RuntimeClusterState, MalformedRecordsNameFileAndKey) {
                 .find("role 'boss'"),
             std::string::npos);
   EXPECT_NE(error_of([] { parse_daemon_record(R"({"role":"head","pid":"x","address":"a:1"})", "f"); })
+                .find("f: pid is \"x\", not an integer"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { parse_daemon_record(R"({"role":"head","pid":9e40,"address":"a:1"})", "f"); })
+                .find("f: pid is 9e+40, not an integer"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { parse_daemon_record(R"({"role":"head","pid":1,"address":"a:1","log_file":3})", "f"); })
                 .find("f: a value has the wrong type"),
             std::string::npos);
   EXPECT_NE(error_of([] { parse_daemon_record(R"({"role":"head","pid":5,"address":"a"})", "f"); })

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "roll/core/error.h"
+#include "roll/core/json_number.h"
 #include "roll/core/log.h"
 
 namespace roll::pipeline {
@@ -77,7 +78,7 @@ PipelineState load_pipeline_state(const std::string& checkpoint_dir) {
   try {
     nlohmann::json j = nlohmann::json::parse(in);
     PipelineState s;
-    s.step = j.at("step").get<int64_t>();
+    s.step = json_integer<int64_t>(j.at("step"), "step");
     s.log_history = j.value("log_history", nlohmann::json::array());
     s.kv = j.value("kv", nlohmann::json::object());
     s.exp_name = j.value("exp_name", "");

@@ -7,6 +7,7 @@
 
 #include "roll/comm/store.h"
 #include "roll/core/error.h"
+#include "roll/core/json_number.h"
 #include "roll/core/log.h"
 #include "roll/core/log_sinks.h"
 #include "roll/runtime/cluster_daemon.h"
@@ -28,9 +29,9 @@ struct JobAssignment {
 
 JobAssignment parse_assignment(const nlohmann::json& j) {
   JobAssignment a;
-  a.job = j.at("job").get<int>();
-  a.id.rank = j.at("rank").get<int>();
-  a.id.world_size = j.at("world_size").get<int>();
+  a.job = json_integer<int>(j.at("job"), "job");
+  a.id.rank = json_integer<int>(j.at("rank"), "rank");
+  a.id.world_size = json_integer<int>(j.at("world_size"), "world_size");
   a.id.master_addr = j.at("master_addr").get<std::string>();
   a.id.master_port = j.at("master_port").get<uint16_t>();
   a.id.worker_id = fmt::format("{}:{}", a.id.master_addr, a.id.rank);

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "roll/core/error.h"
+#include "roll/core/json_number.h"
 
 namespace roll::runtime {
 
@@ -69,13 +70,14 @@ DaemonRecord parse_daemon_record(const std::string& text, const std::string& sou
     if (role != "head" && role != "agent")
       throw Error(fmt::format("{}: role '{}' is neither 'head' nor 'agent'", source, role));
     r.role = role == "head" ? DaemonRole::head : DaemonRole::agent;
-    r.pid = field("pid").get<pid_t>();
+    r.pid = json_integer<pid_t>(field("pid"), source + ": pid");
     if (r.pid <= 0) throw Error(fmt::format("{}: pid {} is not a process id", source, r.pid));
     r.address = field("address").get<std::string>();
     parse_host_port(r.address, source + ": address");
     r.log_file = j.value("log_file", "");
-    if (r.role == DaemonRole::head) r.dashboard_port = j.value("dashboard_port", uint16_t{0});
-    if (r.role == DaemonRole::agent) r.node_id = field("node_id").get<int>();
+    if (r.role == DaemonRole::head)
+      r.dashboard_port = json_integer_or<uint16_t>(j, "dashboard_port", 0, source + ": dashboard_port");
+    if (r.role == DaemonRole::agent) r.node_id = json_integer<int>(field("node_id"), source + ": node_id");
   } catch (const nlohmann::json::exception& e) {
     throw Error(fmt::format("{}: a value has the wrong type ({})", source, e.what()));
   }

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "roll/core/error.h"
+#include "roll/core/json_number.h"
 
 namespace roll::runtime {
 
@@ -48,7 +49,7 @@ nlohmann::json ClusterJobRecord::to_json() const {
 
 ClusterJobRecord ClusterJobRecord::from_json(const nlohmann::json& j) {
   ClusterJobRecord r;
-  r.id = j.at("id").get<int>();
+  r.id = json_integer<int>(j.at("id"), "id");
   r.driver_pid = j.value("driver_pid", 0);
   r.driver_host = j.value("driver_host", "");
   r.name = j.value("name", "");
@@ -76,7 +77,7 @@ ClusterView ClusterView::from_json(const nlohmann::json& j) {
     v.heartbeat_timeout_s = j.value("heartbeat_timeout_s", 60.0);
     for (const auto& n : j.at("nodes")) {
       Node x;
-      x.id = n.at("id").get<int>();
+      x.id = json_integer<int>(n.at("id"), "node id");
       x.info = NodeInfo::from_json(n.at("info"));
       x.alive = n.value("alive", false);
       x.silent_s = n.value("silent_s", 0.0);

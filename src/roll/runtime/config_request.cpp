@@ -2,6 +2,8 @@
 
 #include <filesystem>
 
+#include "roll/core/json_number.h"
+
 namespace roll::runtime {
 
 nlohmann::json config_request_to_json(const config::LoadRequest& r) {
@@ -26,7 +28,7 @@ config::LoadRequest config_request_from_json(const nlohmann::json& j) {
       if (k == config::pipeline_kind_name(kind)) r.kind = kind;
   }
   if (j.contains("platform")) r.platform = config::parse_platform(j["platform"].get<std::string>());
-  if (j.contains("devices_per_node")) r.devices_per_node = j["devices_per_node"].get<int>();
+  if (j.contains("devices_per_node")) r.devices_per_node = json_integer<int>(j["devices_per_node"], "devices_per_node");
   return r;
 }
 

@@ -8,6 +8,7 @@
 
 #include "roll/comm/store.h"
 #include "roll/core/error.h"
+#include "roll/core/json_number.h"
 #include "roll/core/log.h"
 #include "roll/runtime/node_join.h"
 
@@ -240,7 +241,7 @@ void NodeSet::monitor() {
                                        j["error"].get<std::string>(), std::vector<std::string>{});
             continue;
           }
-          w->set_pid(j.at("pid").get<pid_t>());
+          w->set_pid(json_integer<pid_t>(j.at("pid"), "pid"));
         }
         if (link_->check({node_keys::exit(w->node(), w->index())})) {
           auto j = nlohmann::json::parse(link_->get(node_keys::exit(w->node(), w->index())));

@@ -5,6 +5,7 @@
 
 #include "roll/core/batch_io.h"
 #include "roll/core/error.h"
+#include "roll/core/json_number.h"
 
 namespace roll::runtime {
 namespace {
@@ -62,7 +63,7 @@ Message decode_message(std::vector<zmq::message_t>& frames, size_t first) {
   Message m;
   bool has_batch = false;
   try {
-    m.id = header.at("id").get<uint64_t>();
+    m.id = json_integer<uint64_t>(header.at("id"), "id");
     m.kind = parse_kind(header.at("kind").get<std::string>());
     m.method = header.value("method", "");
     m.error = header.value("error", "");

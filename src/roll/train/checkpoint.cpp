@@ -15,6 +15,7 @@
 #include <regex>
 
 #include "roll/core/error.h"
+#include "roll/core/json_number.h"
 #include "roll/model/lora.h"
 #include "roll/model/model_dir_files.h"
 #include "roll/model/safetensors.h"
@@ -182,11 +183,11 @@ void load_checkpoint(TrainStrategy& strategy, const std::string& dir) {
   } catch (const std::exception& e) {
     throw Error(fmt::format("checkpoint {}: {} has no rollcpp metadata", dir, state_path.string()));
   }
-  st.global_step = meta.at("global_step").get<int64_t>();
-  st.optimizer_steps = meta.at("optimizer_steps").get<int64_t>();
-  st.zero_stage = meta.at("zero_stage").get<int>();
-  st.world_size = meta.at("world_size").get<int>();
-  st.rank = meta.at("rank").get<int>();
+  st.global_step = json_integer<int64_t>(meta.at("global_step"), "global_step");
+  st.optimizer_steps = json_integer<int64_t>(meta.at("optimizer_steps"), "optimizer_steps");
+  st.zero_stage = json_integer<int>(meta.at("zero_stage"), "zero_stage");
+  st.world_size = json_integer<int>(meta.at("world_size"), "world_size");
+  st.rank = json_integer<int>(meta.at("rank"), "rank");
   for (const auto& e : file->entries()) st.tensors.emplace_back(e.name, file->get(e.name).clone());
   strategy.import_state(st);
 }
