@@ -1,12 +1,15 @@
 """Resume check of the e2e scripts: step STEP's non-timing metrics of two jsonl trackers agree.
 
-    same_step_metrics.py A.jsonl B.jsonl STEP [REQUIRED_KEY...]
+    same_step_metrics.py A.jsonl B.jsonl STEP [REQUIRED_KEY...] [--ignore=SUBSTRING...]
 
 Every numeric metric of A's step except the measurements of the machine (time/*, system/tps,
 system/busy/*, system/peak_rss_mb/*: timings and resident memory, which differ between two runs of
 the same step) must be in B's step and agree within 1e-6 (relative above 1); the REQUIRED_KEYs must
 be among them. Exit status 1 with the first
 mismatches otherwise.
+
+--ignore=S leaves out the metrics whose name contains S (the chaos test: a run that replaced a
+killed helper counts the restart, math_verify/restarts).
 
 actor/train_infer_* metrics get 1e-4: they measure the float difference between the engine's
 sampled-token log-probs and the trainer's, and the engine's side depends on which requests its
@@ -26,12 +29,15 @@ def steps(path):
 
 
 def main():
-    a, b, step, required = steps(sys.argv[1]), steps(sys.argv[2]), int(sys.argv[3]), sys.argv[4:]
+    rest = sys.argv[4:]
+    ignore = [x[len("--ignore="):] for x in rest if x.startswith("--ignore=")]
+    required = [x for x in rest if not x.startswith("--ignore=")]
+    a, b, step = steps(sys.argv[1]), steps(sys.argv[2]), int(sys.argv[3])
     if step not in a or step not in b:
         sys.exit("step %d missing: A has %s, B has %s" % (step, sorted(a), sorted(b)))
     bad, compared = [], []
     for k, v in a[step].items():
-        if k.startswith(MEASURED) or not isinstance(v, (int, float)):
+        if k.startswith(MEASURED) or not isinstance(v, (int, float)) or any(i in k for i in ignore):
             continue
         compared.append(k)
         w = b[step].get(k)
