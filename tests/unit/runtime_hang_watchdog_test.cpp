@@ -52,6 +52,16 @@ ClusterSpec blocking_cluster(const std::string& name, int world) {
   return test::cpu_cluster_spec(name, world, "test_blocking");
 }
 
+// Bounds short enough for a test: a 1 s floor, first calls 2 s, checked every 0.1 s.
+RuntimeOptions fast_watchdog_options(const std::string& dir) {
+  RuntimeOptions o = test::worker_runtime_options(dir);
+  o.watchdog.min_bound = 1s;
+  o.watchdog.factor = 2;
+  o.watchdog.poll = 100ms;
+  o.watchdog.answer_timeout = 2s;
+  return o;
+}
+
 TEST(RuntimeHangWatchdog, BoundIsFactorTimesTheMedianAboveTheFloor) {
   WatchdogOptions o;
   o.min_bound = 120s;
@@ -66,12 +76,7 @@ TEST(RuntimeHangWatchdog, BoundIsFactorTimesTheMedianAboveTheFloor) {
 }
 
 TEST(RuntimeHangWatchdog, ReportsAStackNamingTheFunctionAndAStoppedWorkersState) {
-  const std::string dir = test::make_scratch_dir();
-  RuntimeOptions o = test::worker_runtime_options(dir);
-  o.watchdog.min_bound = 1s;
-  o.watchdog.factor = 2;  // first calls: 2 s
-  o.watchdog.poll = 100ms;
-  o.watchdog.answer_timeout = 2s;
+  const RuntimeOptions o = fast_watchdog_options(test::make_scratch_dir());
   Runtime rt(o);
   auto c = rt.start(blocking_cluster("blocker", 2));
   // The dashboard's /api/state carries the reports.
@@ -145,12 +150,7 @@ TEST(RuntimeHangWatchdog, ReportsAStackNamingTheFunctionAndAStoppedWorkersState)
 // Calls over a further connection to a rank (Cluster::connect: the request router's, which carry
 // the generate requests of a rollout) are watched like the cluster's own.
 TEST(RuntimeHangWatchdog, WatchesTheCallsOfTheRoutersConnections) {
-  const std::string dir = test::make_scratch_dir();
-  RuntimeOptions o = test::worker_runtime_options(dir);
-  o.watchdog.min_bound = 1s;
-  o.watchdog.factor = 2;  // first calls: 2 s
-  o.watchdog.poll = 100ms;
-  o.watchdog.answer_timeout = 2s;
+  const RuntimeOptions o = fast_watchdog_options(test::make_scratch_dir());
   Runtime rt(o);
   auto c = rt.start(blocking_cluster("routed", 1));
   std::shared_ptr<RpcClient> router_link = c->connect(0);
