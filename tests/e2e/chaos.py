@@ -121,7 +121,7 @@ def classify(argv, env):
     exe = os.path.basename(argv[0].decode(errors="replace")) if argv and argv[0] else ""
     if exe == "roll-math-verifier":
         return "math_verifier"
-    if exe == "bwrap" or b"ROLL_SANDBOX" in b"".join(env):
+    if exe == "bwrap":
         return "sandbox"
     for item in env:
         if item.startswith(b"CLUSTER_NAME="):

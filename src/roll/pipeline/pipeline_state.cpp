@@ -10,12 +10,12 @@
 #include <filesystem>
 #include <fstream>
 #include <algorithm>
-#include <map>
 #include <vector>
 
 #include "roll/core/error.h"
 #include "roll/core/json_number.h"
 #include "roll/core/log.h"
+#include "roll/train/checkpoint.h"
 
 namespace roll::pipeline {
 namespace fs = std::filesystem;
@@ -127,19 +127,7 @@ void prune_checkpoints(const std::string& output_dir, int64_t keep) {
   for (const auto& sub : fs::directory_iterator(output_dir))
     if (sub.is_directory()) subs.push_back(sub.path());
   std::stable_partition(subs.begin(), subs.end(), [](const fs::path& p) { return p.filename() == "pipeline"; });
-  for (const auto& sub : subs) {
-    std::map<int64_t, fs::path> found;
-    for (const auto& e : fs::directory_iterator(sub))
-      if (auto n = checkpoint_number(e.path())) found[*n] = e.path();
-    while (static_cast<int64_t>(found.size()) > keep) {
-      // Renamed before it is removed: a half-removed directory never carries a checkpoint's name.
-      const fs::path doomed = found.begin()->second.string() + ".removing";
-      fs::remove_all(doomed);
-      fs::rename(found.begin()->second, doomed);
-      fs::remove_all(doomed);
-      found.erase(found.begin());
-    }
-  }
+  for (const auto& sub : subs) train::prune_checkpoints(sub.string(), keep);
 }
 
 }  // namespace roll::pipeline

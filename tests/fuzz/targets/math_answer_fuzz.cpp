@@ -8,10 +8,9 @@
 
 ROLL_FUZZ_TARGET(math_answer) {
   const auto parts = roll::fuzz::split_parts(bytes, 2);
-  const auto selected = roll::reward::select_answer(parts[0], parts[1]);
+  (void)roll::reward::select_answer(parts[0], parts[1]);
   (void)roll::reward::extract_last_boxed(parts[0]);
   (void)roll::reward::find_answer_candidates(parts[0]);
-  (void)selected;
   const std::string normalized = roll::reward::normalize_latex(parts[0]);
   try {
     (void)roll::reward::to_string(roll::reward::parse_latex(normalized));
