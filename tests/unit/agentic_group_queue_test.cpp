@@ -2,6 +2,9 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
+#include <optional>
+#include <string>
 #include <thread>
 
 #include "roll/agentic/group_queue.h"
@@ -123,6 +126,36 @@ TEST(AgenticGroupQueue, StaleAndRedundantRolloutsAreIgnored) {
   q.put(Rollout{0, 12345, 0, 0, nullptr});  // unknown / dropped episode: ignored
   EXPECT_FALSE(q.get_batch(2, 1, 0.05).has_value());  // nothing complete for step 1 yet: timeout
   EXPECT_THROW(q.get_episode(5, 0), Error);
+}
+
+// A worker of the run died: no rollout will come, so the driver's wait ends within a poll of the
+// failure probe (not at rpc_timeout), with the probe's reason in the error.
+TEST(AgenticGroupQueue, AWaitForABatchEndsWhenTheFailureProbeNamesAFailure) {
+  GroupQueueOptions o;
+  o.num_groups = 1;
+  o.group_size = 2;
+  GroupQueueManager q(o);
+  q.advance_step(0);
+  std::atomic<bool> dead{false};
+  std::thread killer([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    dead = true;
+  });
+  const auto t0 = std::chrono::steady_clock::now();
+  try {
+    q.get_batch(2, 0, 60.0, [&]() -> std::optional<std::string> {
+      if (dead) return std::string("worker train_env rank 0 was killed by signal 9");
+      return std::nullopt;
+    });
+    ADD_FAILURE() << "get_batch returned although no rollout was put";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("train_env rank 0 was killed"), std::string::npos) << e.what();
+  }
+  killer.join();
+  const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_LT(waited, 10.0) << "the wait ran on toward rpc_timeout";
+  // Without a failure, the probe does not end the wait early: a plain timeout answers nullopt.
+  EXPECT_FALSE(q.get_batch(2, 0, 0.5, [] { return std::optional<std::string>(); }).has_value());
 }
 
 // The callback form a service uses: answered at once when an episode is open, else later by the

@@ -80,7 +80,7 @@ std::vector<std::pair<int64_t, int64_t>> GroupQueueManager::plan_batch(int64_t b
 }
 
 std::optional<std::vector<Rollout>> GroupQueueManager::get_batch(int64_t batch_size, int64_t current_step,
-                                                                 double timeout_s) {
+                                                                 double timeout_s, const FailureProbe& failure) {
   std::unique_lock<std::mutex> lock(mu_);
   const int64_t total_envs = o_.num_groups * (o_.group_size + o_.group_size_redundancy);
   std::vector<std::pair<int64_t, int64_t>> picked;
@@ -94,7 +94,23 @@ std::optional<std::vector<Rollout>> GroupQueueManager::get_batch(int64_t batch_s
     picked = plan_batch(batch_size, current_step);
     return !picked.empty();
   };
-  if (!cv_.wait_for(lock, std::chrono::duration<double>(timeout_s), done) || shutdown_) return std::nullopt;
+  const auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                            std::chrono::duration<double>(timeout_s));
+  for (;;) {
+    auto until = deadline;
+    if (failure)
+      until = std::min(until, std::chrono::steady_clock::now() +
+                                  std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                      std::chrono::duration<double>(kFailurePollS)));
+    if (cv_.wait_until(lock, until, done)) break;
+    if (std::chrono::steady_clock::now() >= deadline) return std::nullopt;
+    lock.unlock();  // the probe takes the clusters' locks
+    auto why = failure();
+    lock.lock();
+    if (why) throw Error("rollout stopped: " + *why);
+  }
+  if (shutdown_) return std::nullopt;
   if (batch_size < 0) {
     for (size_t gi = 0; gi < groups_.size(); ++gi)
       for (const auto& e : groups_[gi].episodes)

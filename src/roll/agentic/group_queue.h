@@ -12,6 +12,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -52,7 +53,13 @@ class GroupQueueManager {
   // Driver: waits for complete groups holding >= batch_size rollouts of episodes still fresh for
   // `current_step` and returns them (whole groups, oldest first). batch_size < 0: waits until every
   // env has exited and returns everything complete. nullopt on timeout or shutdown.
-  std::optional<std::vector<Rollout>> get_batch(int64_t batch_size, int64_t current_step, double timeout_s);
+  // `failure`, when given, is asked every kFailurePollS while waiting: the envs' rollouts never
+  // come once a worker of the run died, so a failure it names ends the wait with roll::Error
+  // carrying it.
+  using FailureProbe = std::function<std::optional<std::string>()>;
+  static constexpr double kFailurePollS = 0.2;
+  std::optional<std::vector<Rollout>> get_batch(int64_t batch_size, int64_t current_step, double timeout_s,
+                                                const FailureProbe& failure = {});
 
   // Env side: the next episode for `env_id` of `group_id` (blocks until one exists); nullopt when
   // the queue is finished or shut down.

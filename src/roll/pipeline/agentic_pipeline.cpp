@@ -234,7 +234,7 @@ Metrics AgenticPipeline::validate(int64_t step) {
                                             {"seed", c.seed},
                                             {"mode", "val"}}))
       .get_all();
-  auto rollouts = queue.get_batch(-1, step, static_cast<double>(c.rpc_timeout));
+  auto rollouts = queue.get_batch(-1, step, static_cast<double>(c.rpc_timeout), [this] { return cluster_failure(); });
   envs.call(workers::rpc::kStopRollout, runtime::Dispatch::one_to_all).get_all();
   if (!rollouts) throw Error("validation: the val env workers did not finish within rpc_timeout");
   if (!impl_->render_dir.empty()) dump_renders(impl_->render_dir, step, *rollouts);
@@ -272,7 +272,8 @@ Metrics AgenticPipeline::run_step(int64_t step) {
     im.train_rollout_started = true;
   }
   im.train_router->resume();
-  auto rollouts = im.train_queue->get_batch(c.rollout_batch_size, step, static_cast<double>(c.rpc_timeout));
+  auto rollouts = im.train_queue->get_batch(c.rollout_batch_size, step, static_cast<double>(c.rpc_timeout),
+                                            [this] { return cluster_failure(); });
   if (!rollouts) throw Error(fmt::format("step {}: no rollout batch within rpc_timeout ({} s)", step, c.rpc_timeout));
   if (c.async_generation_ratio <= 0) {
     // Synchronous training: nothing generates while the weights change (ROLL's suspend + abort).

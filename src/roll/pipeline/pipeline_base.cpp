@@ -69,6 +69,12 @@ runtime::Cluster& PipelineBase::cluster(const std::string& name) {
   throw Error("pipeline: no cluster '" + name + "' is running");
 }
 
+std::optional<std::string> PipelineBase::cluster_failure() const {
+  for (const auto& [name, cl] : clusters_)
+    if (auto why = cl->failure()) return why;
+  return std::nullopt;
+}
+
 std::chrono::milliseconds PipelineBase::rpc_timeout() const {
   return std::chrono::seconds(std::max<int64_t>(1, config().rpc_timeout));
 }

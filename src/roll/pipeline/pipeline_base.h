@@ -87,6 +87,9 @@ class PipelineBase {
   runtime::Cluster& cluster(const std::string& name);
   runtime::Cluster* find_cluster(const std::string& name);
   std::chrono::milliseconds rpc_timeout() const;
+  // Why the run cannot go on (a worker died, a node was lost), from any running cluster; nullopt
+  // while all are well. For waits that no failed call wakes (rollouts fed by other workers).
+  std::optional<std::string> cluster_failure() const;
 
   // ref_log_probs, old_log_probs (zeros unless enable_old_logprobs_recompute; ref := old without a
   // reference cluster) and values (with a critic) of `batch` [B, S], as both pipelines need them

@@ -126,12 +126,7 @@ void RlvrPipeline::start_async() {
     if (d.batch_size == 0) continue;
     const RolloutContext ctx{*im.router, *im.tokenizer, c, sampling_of(ga, im.stop_ids, n), seq, "async",
                              static_cast<uint64_t>(c.seed) * 1000003u, rpc_timeout()};
-    StreamingWorkers w{im.reward_ranks.at(d.domain), &im.next_reward_rank[d.domain], [this, domain = d.domain] {
-                         for (const std::string& name : {std::string("actor_infer"), "reward-" + domain})
-                           if (auto* cl = find_cluster(name))
-                             if (auto why = cl->failure()) return why;
-                         return std::optional<std::string>();
-                       }};
+    StreamingWorkers w{im.reward_ranks.at(d.domain), &im.next_reward_rank[d.domain], [this] { return cluster_failure(); }};
     im.async[d.domain] = start_async_rollout(ctx, w, *im.data, im.data_mu, im.domain_specs.at(d.domain));
   }
   log::info("RLVR generation: asynchronous, async_generation_ratio {} (generation runs up to {} step(s) ahead of "
@@ -241,12 +236,7 @@ Metrics RlvrPipeline::run_step(int64_t step) {
     if (c.generate_opt_level == 0) {
       r = rollout_level0(ctx, cluster("reward-" + d.domain), *im.data, spec);
     } else {
-      StreamingWorkers w{im.reward_ranks.at(d.domain), &im.next_reward_rank[d.domain], [this, domain = d.domain] {
-                           for (const std::string& name : {std::string("actor_infer"), "reward-" + domain})
-                             if (auto* cl = find_cluster(name))
-                               if (auto why = cl->failure()) return why;
-                           return std::optional<std::string>();
-                         }};
+      StreamingWorkers w{im.reward_ranks.at(d.domain), &im.next_reward_rank[d.domain], [this] { return cluster_failure(); }};
       r = rollout_level1(ctx, w, *im.data, spec);
     }
     parts.push_back(std::move(r.samples));

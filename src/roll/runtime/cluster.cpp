@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <future>
 #include <thread>
 
 #include "roll/comm/store.h"
@@ -242,12 +243,21 @@ void Cluster::shutdown(std::chrono::milliseconds grace) {
     if (stopping_) return;
     stopping_ = true;
   }
-  for (auto& w : workers_)
-    if (w.client && w.process && w.process->running()) w.client->call(kShutdownMethod);
+  // A client failed by a worker's death sends nothing more, so those workers never hear the
+  // shutdown call: they are signalled at once instead of after the grace.
+  std::vector<bool> told(workers_.size(), false);
+  for (size_t i = 0; i < workers_.size(); ++i) {
+    auto& w = workers_[i];
+    if (!w.client || !w.process || !w.process->running()) continue;
+    auto answer = w.client->call(kShutdownMethod);
+    told[i] = answer.wait_for(std::chrono::seconds(0)) != std::future_status::ready;
+  }
   const auto deadline = std::chrono::steady_clock::now() + grace;
-  for (auto& w : workers_) {
+  for (size_t i = 0; i < workers_.size(); ++i) {
+    auto& w = workers_[i];
     if (!w.process) continue;
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    auto left = told[i] ? std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now())
+                        : std::chrono::milliseconds(0);
     if (!w.process->wait_for(std::max(left, std::chrono::milliseconds(0)))) w.process->stop();
   }
   std::vector<std::unique_ptr<RpcClient>> closing;
