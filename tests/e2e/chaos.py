@@ -14,8 +14,8 @@ Also, with --stop, a SIGSTOPped worker: the hang watchdog names it, and after SI
 finishes with the uninterrupted metrics; with --full-disk (root), output_dir on a small tmpfs: the
 run fails naming the file it could not write, leaves no half checkpoint, and resumes elsewhere.
 
-    chaos.py ROLL WORKDIR [--kills N] [--seed S] [--scenarios rlvr,agentic] [--kinds K,...] [--stop]
-             [--full-disk]
+    chaos.py ROLL WORKDIR [--kills N] [--seed S] [--scenarios rlvr,agentic] [--kinds K,...]
+             [--max-steps N] [--window LO,HI] [--stop] [--full-disk]
 
 Prints one JSON line per trial and a summary; exit status 1 when any check fails.
 """
@@ -41,9 +41,9 @@ SCENARIOS = {
     "rlvr": {
         "command": "rlvr",
         "args": ["--config_path", os.path.join(ROOT, "examples", "cpu"), "--config_name", "rlvr_math_code",
-                 "--quiet-workers", "pretrain=output/models/tiny", "generate_opt_level=0", "max_steps=3", "save_steps=1",
+                 "--quiet-workers", "pretrain=output/models/tiny", "generate_opt_level=0", "save_steps=1",
                  "rollout_batch_size=4", "num_return_sequences_in_group=4",
-                 "eval_steps=0", "use_kl_loss=true", "kl_loss_coef=0.01", "reference.device_mapping=list(range(0,1))",
+                 "eval_steps=0", "use_kl_loss=true", "kl_loss_coef=0.01", "reference.device_mapping=list(range(0,1))", "reference.model_args.dtype=auto",
                  "actor_train.device_mapping=list(range(0,1))", "actor_infer.device_mapping=list(range(1,2))",
                  "actor_train.training_args.learning_rate=0.01"],
         "kinds": ["driver", "actor_train", "actor_infer", "reference", "reward-math_rule", "reward-code_sandbox",
@@ -53,7 +53,7 @@ SCENARIOS = {
     "agentic": {
         "command": "agentic",
         "args": ["--config_path", os.path.join(ROOT, "examples", "cpu"), "--config_name", "agentic_frozen_lake",
-                 "--quiet-workers", "pretrain=output/models/tiny", "generate_opt_level=0", "max_steps=3",
+                 "--quiet-workers", "pretrain=output/models/tiny", "generate_opt_level=0",
                  "save_steps=1", "eval_steps=0"],
         "kinds": ["driver", "actor_train", "actor_infer", "train_env", "val_env"],
     },
@@ -206,6 +206,7 @@ def newest_complete_checkpoint(output_dir):
 
 class Trial:
     counter = 0
+    max_steps = 3  # of every run (--max-steps)
 
     def __init__(self, roll, scenario, name, extra_args=(), extra_env=None, output_dir=None):
         Trial.counter += 1
@@ -217,7 +218,7 @@ class Trial:
         sc = SCENARIOS[scenario]
         self.cmd = [roll, sc["command"], *sc["args"], f"output_dir={self.output_dir}",
                     f"logging_dir={self.logging_dir}", f"++tracker_kwargs.log_dir={self.logging_dir}",
-                    f"exp_name=chaos_{scenario}", *extra_args]
+                    f"exp_name=chaos_{scenario}", f"max_steps={Trial.max_steps}", *extra_args]
         self.env = dict(os.environ, ROLL_CHAOS_TAG=self.tag, **(extra_env or {}))
 
     def start(self):
@@ -288,11 +289,11 @@ def resume_and_compare(roll, scenario, trial, reference_metrics, max_steps):
     return same_metrics(reference_metrics, metrics, ran)
 
 
-def kill_trial(roll, scenario, index, kind, rng, duration, reference_metrics, max_steps):
+def kill_trial(roll, scenario, index, kind, rng, duration, reference_metrics, max_steps, window=(0.05, 0.9)):
     t = Trial(roll, scenario, f"{scenario}_{index:03d}_{kind}")
     t.start()
     # A moment in the run, then the first process of the kind alive from then on.
-    at = t.started + rng.uniform(0.05, 0.9) * duration
+    at = t.started + rng.uniform(*window) * duration
     victim = None
     while t.proc.poll() is None:
         if time.monotonic() >= at:
@@ -452,15 +453,21 @@ def main():
     ap.add_argument("--scenarios", default="rlvr")
     ap.add_argument("--kinds", default="", help="comma-separated process kinds to kill, in turn (default: every kind "
                                                  "of the scenario)")
+    ap.add_argument("--max-steps", type=int, default=3, help="steps of every run")
+    ap.add_argument("--window", default="0.05,0.9", help="the kill moment is drawn from this share of the "
+                                                        "uninterrupted run's duration (late: the resume starts from a checkpoint)")
     ap.add_argument("--stop", action="store_true")
     ap.add_argument("--full-disk", action="store_true")
     a = ap.parse_args()
+    window = tuple(float(x) for x in a.window.split(","))
+    if len(window) != 2 or not 0 <= window[0] < window[1] <= 1:
+        sys.exit(f"--window: two shares 0 <= lo < hi <= 1, got {a.window}")
     roll = os.path.abspath(a.roll)
     os.chdir(a.workdir)
     prepare(roll)
     rng = random.Random(a.seed)
     scenarios = a.scenarios.split(",")
-    max_steps = 3
+    max_steps = Trial.max_steps = a.max_steps
     results = []
     for scenario in scenarios:
         reference, duration = reference_run(roll, scenario)
@@ -472,7 +479,7 @@ def main():
         while done < share and attempts < share * 3:
             kind = kinds[attempts % len(kinds)]
             attempts += 1
-            r = kill_trial(roll, scenario, attempts, kind, rng, duration, reference, max_steps)
+            r = kill_trial(roll, scenario, attempts, kind, rng, duration, reference, max_steps, window)
             print(json.dumps(r), flush=True)
             results.append(r)
             if not r.get("problems"):  # checkpoints take ~124 MB a step: keep only what failed
