@@ -446,10 +446,44 @@ TEST(ConfigDerive, SeveralErrorsAreListedTogether) {
 
 TEST(ConfigDerive, UnsupportedPipelinesAreNamed) {
   TempConfigDir d;
-  d.write("e/dpo.yaml", "chosen_key: chosen\nrejected_key: rejected\n");
   d.write("e/distill.yaml", "student: {}\nteacher: {}\ndistill_loss_weight: 0.5\n");
-  EXPECT_NE(error_of([&] { load_in(d, "e", "dpo"); }).find("DPO"), std::string::npos);
   EXPECT_NE(error_of([&] { load_in(d, "e", "distill"); }).find("distillation"), std::string::npos);
+}
+
+// ROLL's DPOConfig.__post_init__: the keys select the pipeline, pretrain fills both models, the
+// batch sizes count pairs (doubled into rows), and the workers' schedule runs max_steps.
+TEST(ConfigDerive, DpoConfigIsDetectedAndItsBatchSizesCountPairs) {
+  TempConfigDir d;
+  const std::string base =
+      "chosen_key: chosen\nrejected_key: rejected\nbeta: 0.2\nmax_steps: 7\nsequence_length: 64\n"
+      "pretrain: some/model\nnum_gpus_per_node: 2\n"
+      "actor_train:\n  training_args: {per_device_train_batch_size: 3, gradient_accumulation_steps: 2}\n"
+      "  data_args: {file_name: [pairs.jsonl]}\n  device_mapping: list(range(0,2))\n  infer_batch_size: 4\n"
+      "reference:\n  device_mapping: list(range(0,2))\n  infer_batch_size: 5\n";
+  d.write("e/dpo.yaml", base);
+  auto l = load_in(d, "e", "dpo");
+  const config::PipelineConfig& c = l.config;
+  EXPECT_EQ(c.kind, config::PipelineKind::dpo);
+  EXPECT_EQ(c.actor_train.training_args.per_device_train_batch_size, 6);
+  EXPECT_EQ(c.actor_train.infer_batch_size, 8);
+  EXPECT_EQ(c.reference.infer_batch_size, 10);
+  EXPECT_EQ(c.actor_train.training_args.max_steps, 7);
+  EXPECT_EQ(c.reference.model_args.model_name_or_path, std::optional<std::string>("some/model"));
+  EXPECT_DOUBLE_EQ(c.beta, 0.2);
+  const auto plan = config::make_placement_plan(c, l.platform);
+  ASSERT_EQ(plan.clusters.size(), 2u);
+  EXPECT_EQ(plan.clusters[0].name, "actor_train");
+  EXPECT_EQ(plan.clusters[1].name, "reference");
+  // Bad knobs name their key.
+  EXPECT_NE(error_of([&] { load_in(d, "e", "dpo", {"beta=0"}); }).find("beta"), std::string::npos);
+  EXPECT_NE(error_of([&] { load_in(d, "e", "dpo", {"label_smoothing=2"}); }).find("label_smoothing"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { load_in(d, "e", "dpo", {"rejected_key=chosen"}); }).find("rejected_key"),
+            std::string::npos);
+  std::string no_length = base;
+  no_length.erase(no_length.find("sequence_length: 64\n"), std::strlen("sequence_length: 64\n"));
+  d.write("e/dpo_no_length.yaml", no_length);
+  EXPECT_NE(error_of([&] { load_in(d, "e", "dpo_no_length"); }).find("sequence_length"), std::string::npos);
 }
 
 TEST(ConfigDerive, MaxModelLenBelowSequenceLengthWarns) {

@@ -649,3 +649,58 @@ TEST(PipelineDataSynthetic, CodeReferenceSolutionsPassTheirTestsInTheSandbox) {
   wrong = wrong.substr(0, wrong.find('\n')) + "\n    return None\n";
   EXPECT_EQ(reward.compute("```python\n" + wrong + "```", json(any["test_cases"].get<std::string>()), "assert").score, 0.0);
 }
+
+TEST(PipelineDataSynthetic, PreferencePairsChooseTheRightSumAndSplitsAreDisjoint) {
+  const std::regex instruction_re(R"(What is (\d+) \+ (\d+)\?)");
+  const std::regex maybe_re(R"(Maybe (\d+)\?)");
+  SyntheticDataOptions o;
+  o.seed = 1;
+  o.n = 300;
+  const auto rows = preference_rows(o);
+  ASSERT_EQ(rows.size(), 300u);
+  EXPECT_EQ(preference_rows(o), rows) << "same seed, same rows";
+  o.seed = 2;
+  EXPECT_NE(preference_rows(o), rows);
+
+  std::set<std::string> instructions, rejected_styles;
+  for (const auto& row : rows) {
+    std::vector<std::string> keys;
+    for (auto it = row.begin(); it != row.end(); ++it) keys.push_back(it.key());
+    EXPECT_EQ(keys, (std::vector<std::string>{"instruction", "chosen", "rejected", "tag"}));
+    EXPECT_EQ(row["tag"], "preference");
+    const std::string instruction = row["instruction"], chosen = row["chosen"], rejected = row["rejected"];
+    std::smatch m;
+    ASSERT_TRUE(std::regex_match(instruction, m, instruction_re)) << instruction;
+    const int64_t a = std::stoll(m[1]), b = std::stoll(m[2]);
+    EXPECT_LE(a, 99);
+    EXPECT_LE(b, 99);
+    EXPECT_EQ(chosen, "The answer is " + std::to_string(a + b) + ".");
+    EXPECT_NE(chosen, rejected);
+    if (std::regex_match(rejected, m, maybe_re)) {
+      EXPECT_NE(std::stoll(m[1]), a + b) << "the rejected sum is wrong: " << row.dump();
+      rejected_styles.insert("maybe");
+    } else {
+      EXPECT_TRUE(rejected == "I don't know." || rejected == "No idea, sorry.") << rejected;
+      rejected_styles.insert(rejected);
+    }
+    instructions.insert(instruction);
+  }
+  EXPECT_EQ(instructions.size(), rows.size()) << "problems are distinct";
+  EXPECT_EQ(rejected_styles.size(), 3u) << "every rejected style appears";
+
+  std::set<std::string> train, test;
+  for (uint64_t seed : {1, 2, 3}) {
+    o.seed = seed;
+    o.split = "train";
+    for (const auto& r : preference_rows(o)) train.insert(r["instruction"].get<std::string>());
+    o.split = "test";
+    for (const auto& r : preference_rows(o)) test.insert(r["instruction"].get<std::string>());
+  }
+  EXPECT_GT(test.size(), 50u);
+  for (const auto& t : test) EXPECT_FALSE(train.count(t)) << "in both splits: " << t;
+
+  o.n = 3000;  // about 2040 test problems exist in all
+  EXPECT_NE(error_of([&] { preference_rows(o); }).find("distinct"), std::string::npos);
+  o.split = "dev";
+  EXPECT_NE(error_of([&] { preference_rows(o); }).find("--split"), std::string::npos);
+}

@@ -2,6 +2,8 @@
 //
 //   roll data arithmetic --seed S --n N --split train|test --out FILE [--digits D]
 //   roll data code       --seed S --n N --split train|test --out FILE
+//   roll data preference --seed S --n N --split train|test --out FILE
+//                        (DPO pairs: instruction, chosen, rejected)
 //   roll data expert     --config_path P --config_name N --tag T --seed S --n N --noise F --out FILE
 //                        (SFT conversations of the BFS expert in env T of an agentic config)
 #include <CLI/CLI.hpp>
@@ -117,6 +119,10 @@ void register_data(CLI::App& app) {
                 fmt::format("Python function tasks with assert tests ({} templates, domain code_sandbox)",
                             pipeline::code_task_count()),
                 pipeline::code_rows, std::make_shared<DataOptions>());
+  add_generator(*data, "preference",
+                "DPO preference pairs: \"What is A + B?\" with chosen \"The answer is C.\" and an unhelpful or "
+                "wrong rejected answer (columns instruction, chosen, rejected)",
+                pipeline::preference_rows, std::make_shared<DataOptions>());
   add_expert(*data);
 }
 

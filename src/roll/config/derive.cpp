@@ -942,6 +942,36 @@ void derive_sft(Ctx& x) {
   if (!x.has("max_steps")) c.max_steps = -1;
 }
 
+// ROLL's DPOConfig.__post_init__ (docs/dpo.md): pretrain fills both models, the batch sizes count
+// pairs and are doubled into rows (a pair is two rows), the workers' LR schedule runs max_steps.
+void derive_dpo(Ctx& x) {
+  PipelineConfig& c = x.c;
+  if (!c.sequence_length) x.error("sequence_length", "the DPO pipeline needs sequence_length");
+  for (auto* w : {&c.actor_train, &c.reference})
+    if (!w->model_args.model_name_or_path) w->model_args.model_name_or_path = c.pretrain;
+  if (!c.actor_train.model_args.model_name_or_path)
+    x.error("pretrain", "set pretrain or actor_train.model_args.model_name_or_path");
+  if (!c.actor_train.data_args || c.actor_train.data_args->file_name.empty())
+    x.error("actor_train.data_args.file_name", "the DPO pipeline needs preference data files");
+  if (c.max_steps <= 0) x.error("max_steps", fmt::format("the DPO pipeline needs max_steps >= 1, got {}", c.max_steps));
+  if (!(c.beta > 0)) x.error("beta", fmt::format("must be > 0, got {}", c.beta));
+  if (c.label_smoothing < 0 || c.label_smoothing > 1)
+    x.error("label_smoothing", fmt::format("must be in [0, 1], got {}", c.label_smoothing));
+  if (c.ipo && c.label_smoothing != 0)
+    x.warn("label_smoothing", "ignored with ipo: true (the IPO loss has no label smoothing)");
+  if (c.chosen_key == c.rejected_key)
+    x.error("rejected_key", fmt::format("chosen_key and rejected_key are both '{}'", c.chosen_key));
+  for (auto [name, w] : {std::pair{"actor_train", &c.actor_train}, {"reference", &c.reference}})
+    if (w->use_sequence_packing)
+      x.error(std::string(name) + ".use_sequence_packing", "the DPO pipeline does not pack sequences (as ROLL)");
+  if (c.actor_train.model_args.lora_target)
+    x.error("actor_train.model_args.lora_target", "LoRA DPO is not supported in rollcpp yet; see docs/known-gaps.md");
+  c.actor_train.training_args.per_device_train_batch_size *= 2;
+  c.actor_train.infer_batch_size *= 2;
+  c.reference.infer_batch_size *= 2;
+  c.actor_train.training_args.max_steps = c.max_steps;
+}
+
 }  // namespace
 
 void derive_and_check(PipelineConfig& c, const NodePtr& resolved, Platform platform,
@@ -958,6 +988,21 @@ void derive_and_check(PipelineConfig& c, const NodePtr& resolved, Platform platf
     check_data_args(x, "sft_train.data_args", c.sft_train.data_args);
     if (c.sft_train.strategy_args && is_inference_strategy(c.sft_train.strategy_args->strategy_name))
       x.error("sft_train.strategy_args.strategy_name", "sft_train needs a training strategy");
+    return;
+  }
+
+  if (c.kind == PipelineKind::dpo) {
+    derive_dpo(x);
+    derive_worker(x, "actor_train", c.actor_train, true);
+    derive_worker(x, "reference", c.reference, true);
+    for (auto [role, w] : {std::pair{"actor_train", &c.actor_train}, {"reference", &c.reference}}) {
+      check_platform_strategy(x, role, *w);
+      check_model_role(x, role, *w);
+    }
+    check_data_args(x, "actor_train.data_args", c.actor_train.data_args);
+    if (c.validation) check_data_args(x, "validation.data_args", c.validation->data_args);
+    if (c.actor_train.strategy_args && is_inference_strategy(c.actor_train.strategy_args->strategy_name))
+      x.error("actor_train.strategy_args.strategy_name", "actor_train needs a training strategy");
     return;
   }
 

@@ -407,6 +407,13 @@ constexpr KeyEntry kRegistry[] = {
     consumed("PipelineConfig.query_key", "src/roll/pipeline/data/sft_data.cpp"),
     consumed("PipelineConfig.response_key", "src/roll/pipeline/data/sft_data.cpp"),
     consumed("PipelineConfig.system_key", "src/roll/pipeline/data/sft_data.cpp"),
+
+    // PipelineConfig: DPOConfig
+    consumed("PipelineConfig.ipo", "src/roll/workers/dpo_trainer.cpp"),
+    consumed("PipelineConfig.beta", "src/roll/workers/dpo_trainer.cpp"),
+    consumed("PipelineConfig.label_smoothing", "src/roll/workers/dpo_trainer.cpp"),
+    consumed("PipelineConfig.chosen_key", "src/roll/pipeline/dpo_pipeline.cpp"),
+    consumed("PipelineConfig.rejected_key", "src/roll/pipeline/dpo_pipeline.cpp"),
 };
 
 const KeyEntry* lookup(std::string_view struct_name, std::string_view key) {

@@ -16,6 +16,7 @@ const char* pipeline_kind_name(PipelineKind kind) {
     case PipelineKind::rlvr: return "rlvr";
     case PipelineKind::agentic: return "agentic";
     case PipelineKind::sft: return "sft";
+    case PipelineKind::dpo: return "dpo";
   }
   return "?";
 }
@@ -23,8 +24,7 @@ const char* pipeline_kind_name(PipelineKind kind) {
 PipelineKind detect_pipeline_kind(const NodePtr& root) {
   auto has = [&](const char* k) { return root->has(k); };
   if (has("sft_train")) return PipelineKind::sft;
-  if (has("chosen_key") || has("rejected_key") || (has("beta") && has("ipo")))
-    throw NotSupportedError("ROLL's DPO pipeline (this config has chosen_key/rejected_key)");
+  if (has("chosen_key") || has("rejected_key") || (has("beta") && has("ipo"))) return PipelineKind::dpo;
   if (has("distill_loss_weight") || has("kd_objective") || has("teacher_pretrain") || has("student"))
     throw NotSupportedError("ROLL's distillation pipeline (this config has student/teacher keys)");
   if (has("is_pure_opd") || has("student_train") || has("student_infer"))

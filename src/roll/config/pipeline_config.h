@@ -1,5 +1,5 @@
 #pragma once
-// One pipeline's whole config: BaseConfig + PPOConfig + RLVRConfig + AgenticConfig + SFTConfig, as
+// One pipeline's whole config: BaseConfig + PPOConfig + RLVRConfig + AgenticConfig + SFTConfig + DPOConfig, as
 // ROLL's dataclasses (docs/config.md). `kind` says which pipeline the file is for; keys of the other
 // pipelines keep their defaults. Each part lists its keys once, in `visit`, which serves loading
 // (reader.h), printing (`roll validate`) and the unknown-key check; fields that ROLL has but rollcpp
@@ -7,16 +7,17 @@
 // whether it is consumed or ignored (a config that sets an ignored key gets a warning naming it).
 #include "roll/config/agentic_config.h"
 #include "roll/config/base_config.h"
+#include "roll/config/dpo_config.h"
 #include "roll/config/ppo_config.h"
 #include "roll/config/rlvr_config.h"
 #include "roll/config/sft_config.h"
 
 namespace roll::config {
 
-enum class PipelineKind { rlvr, agentic, sft };
+enum class PipelineKind { rlvr, agentic, sft, dpo };
 const char* pipeline_kind_name(PipelineKind kind);
 
-struct PipelineConfig : BaseConfig, PPOConfig, RLVRConfig, AgenticConfig, SFTConfig {
+struct PipelineConfig : BaseConfig, PPOConfig, RLVRConfig, AgenticConfig, SFTConfig, DPOConfig {
   PipelineKind kind = PipelineKind::rlvr;
 
   template <typename V>
@@ -26,6 +27,7 @@ struct PipelineConfig : BaseConfig, PPOConfig, RLVRConfig, AgenticConfig, SFTCon
     RLVRConfig::visit(v);
     AgenticConfig::visit(v);
     SFTConfig::visit(v);
+    DPOConfig::visit(v);
   }
 };
 

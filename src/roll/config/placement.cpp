@@ -104,6 +104,11 @@ PlacementPlan make_placement_plan(const PipelineConfig& c, Platform platform) {
     out.push_back(b.cluster("sft_train", c.sft_train, true, ""));
     return plan;
   }
+  if (c.kind == PipelineKind::dpo) {
+    out.push_back(b.cluster("actor_train", c.actor_train, true, ""));
+    out.push_back(b.cluster("reference", c.reference, true, ""));
+    return plan;
+  }
   out.push_back(b.cluster("actor_train", c.actor_train, true, ""));
   out.push_back(b.cluster("actor_infer", c.actor_infer, true, ""));
   if (reference_from_actor(c)) {

@@ -8,9 +8,13 @@
 //               cases in the format the code_sandbox reward runs (case_type "assert", test_cases the
 //               JSON string of [{"assert_code": ...}]) and a reference solution in `solution`; tag
 //               "code", domain "code_sandbox".
+//   preference  DPO pairs: instruction "What is A + B?" (A, B in 0..99), chosen "The answer is C."
+//               with the exact sum, rejected one of "I don't know.", "No idea, sorry." or
+//               "Maybe D?" with D a wrong sum; tag "preference" (no domain: the DPO pipeline reads
+//               "instruction" and the chosen_key / rejected_key columns).
 // Rows are deterministic in the seed (rollcpp's own generator). Train and test are disjoint: a
-// problem's split is fixed by a hash of its text (the operation for arithmetic, the prompt for
-// code), so no problem of one split appears in the other, whatever the seeds.
+// problem's split is fixed by a hash of its text (the operation for arithmetic and preference, the
+// prompt for code), so no problem of one split appears in the other, whatever the seeds.
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -39,6 +43,9 @@ std::string split_of(std::string_view problem_key);
 std::vector<nlohmann::ordered_json> arithmetic_rows(const SyntheticDataOptions& options);
 // n rows of the split (prompts may repeat with other test inputs); roll::Error on bad options.
 std::vector<nlohmann::ordered_json> code_rows(const SyntheticDataOptions& options);
+// n preference pairs of distinct problems of the split, keys instruction, chosen, rejected, tag;
+// roll::Error on bad options or when the split has fewer than n distinct problems.
+std::vector<nlohmann::ordered_json> preference_rows(const SyntheticDataOptions& options);
 // The number of code task templates.
 int code_task_count();
 

@@ -141,7 +141,7 @@ void PipelineBase::start_clusters() {
     }
     runtime::ClusterSpec spec;
     spec.placement = cp;
-    spec.role = role_of_cluster(cp.name);
+    spec.role = role_of(cp.name);
     spec.devices_per_node = plan_.devices_per_node;
     specs.push_back(std::move(spec));
   }

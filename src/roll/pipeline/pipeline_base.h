@@ -49,6 +49,9 @@ struct PipelineOptions {
 // val/<tag>/score/mean -> eval/<tag>/score.
 std::map<std::string, double> eval_metric_names(const std::map<std::string, double>& val_metrics);
 
+// The runtime role each cluster of a plan runs (runtime role name).
+std::string role_of_cluster(const std::string& cluster);
+
 class PipelineBase {
  public:
   PipelineBase(config::LoadedConfig loaded, config::LoadRequest request, PipelineOptions options);
@@ -83,6 +86,9 @@ class PipelineBase {
   virtual std::vector<std::string> checkpoint_clusters() const { return {"actor_train", "critic"}; }
   // What the step's progress line shows after the rate (the step's headline metrics).
   virtual std::string progress_postfix(const Metrics& step_metrics) const;
+  // The runtime role a cluster of this pipeline runs (role_of_cluster unless a pipeline's workers
+  // differ, as DPO's actor_train).
+  virtual std::string role_of(const std::string& cluster) const { return role_of_cluster(cluster); }
 
   runtime::Cluster& cluster(const std::string& name);
   runtime::Cluster* find_cluster(const std::string& name);
@@ -133,9 +139,6 @@ class PipelineBase {
   std::unique_ptr<monitor::DashboardServer> dashboard_;
   std::string run_record_;  // `roll status`'s record of this run (removed at the end)
 };
-
-// The role each cluster of a plan runs (runtime role name).
-std::string role_of_cluster(const std::string& cluster);
 
 // Seconds since `t0`.
 double seconds_since(std::chrono::steady_clock::time_point t0);

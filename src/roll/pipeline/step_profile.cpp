@@ -10,16 +10,18 @@
 namespace roll::pipeline {
 
 const std::vector<StepPhase>& step_phases() {
-  // RLVR's and the agentic pipeline's names for the same phase sit in one entry; SFT has train only.
+  // RLVR's, the agentic and the DPO pipeline's names for the same phase sit in one entry; SFT has
+  // train only.
   static const std::vector<StepPhase> phases = {
       {"stop_server", {"time/step_stop_server"}},
       {"model_update", {"time/step_model_update"}},
       {"val", {"time/val_step", "time/step_val"}},
       {"generate", {"time/step_generate"}},
       {"rollout", {"time/step_rollout"}},
-      {"log_probs", {"time/ref_log_probs_values", "time/old_log_probs_values", "time/old_log_probs"}},
+      {"log_probs",
+       {"time/ref_log_probs_values", "time/old_log_probs_values", "time/old_log_probs", "time/cal_ref_log_probs"}},
       {"advantage", {"time/compute_advantage"}},
-      {"train", {"time/step_train"}},
+      {"train", {"time/step_train", "time/actor_train"}},
       {"checkpoint", {"time/step_checkpoint"}},
   };
   return phases;

@@ -24,7 +24,8 @@ config::LoadRequest config_request_from_json(const nlohmann::json& j) {
   r.compose.overrides = j.value("overrides", std::vector<std::string>{});
   if (j.contains("kind")) {
     const std::string k = j["kind"].get<std::string>();
-    for (auto kind : {config::PipelineKind::rlvr, config::PipelineKind::agentic, config::PipelineKind::sft})
+    for (auto kind : {config::PipelineKind::rlvr, config::PipelineKind::agentic, config::PipelineKind::sft,
+                      config::PipelineKind::dpo})
       if (k == config::pipeline_kind_name(kind)) r.kind = kind;
   }
   if (j.contains("platform")) r.platform = config::parse_platform(j["platform"].get<std::string>());

@@ -9,6 +9,7 @@ void register_builtin_roles() {
   register_critic_role();
   register_reference_role();
   register_sft_train_role();
+  register_dpo_train_role();
   register_env_role();
 }
 

@@ -12,6 +12,7 @@ void register_actor_train_role();
 void register_critic_role();
 void register_reference_role();
 void register_sft_train_role();
+void register_dpo_train_role();
 void register_env_role();
 
 }  // namespace roll::workers
