@@ -446,8 +446,36 @@ TEST(ConfigDerive, SeveralErrorsAreListedTogether) {
 
 TEST(ConfigDerive, UnsupportedPipelinesAreNamed) {
   TempConfigDir d;
-  d.write("e/distill.yaml", "student: {}\nteacher: {}\ndistill_loss_weight: 0.5\n");
-  EXPECT_NE(error_of([&] { load_in(d, "e", "distill"); }).find("distillation"), std::string::npos);
+  d.write("e/opd.yaml", "is_pure_opd: true\nstudent_train: {}\n");
+  EXPECT_NE(error_of([&] { load_in(d, "e", "opd"); }).find("on-policy distillation"), std::string::npos);
+}
+
+// ROLL's DistillConfig: the keys select the pipeline, student_pretrain / teacher_pretrain fill the
+// two models, sequence_length defaults to 2048 and max_grad_norm to 0; bad knobs name their key.
+TEST(ConfigDerive, DistillConfigIsDetectedAndChecked) {
+  TempConfigDir d;
+  d.write("e/distill.yaml",
+          "student_pretrain: s/model\nteacher_pretrain: t/model\nkd_objective: reverse_kl\nnum_gpus_per_node: 2\n"
+          "student:\n  data_args: {file_name: [rows.jsonl]}\n  device_mapping: list(range(0,2))\n"
+          "teacher:\n  device_mapping: list(range(0,2))\n");
+  auto l = load_in(d, "e", "distill");
+  const config::PipelineConfig& c = l.config;
+  EXPECT_EQ(c.kind, config::PipelineKind::distill);
+  EXPECT_EQ(c.student.model_args.model_name_or_path, std::optional<std::string>("s/model"));
+  EXPECT_EQ(c.teacher.model_args.model_name_or_path, std::optional<std::string>("t/model"));
+  EXPECT_EQ(c.sequence_length, std::optional<int64_t>(2048));
+  EXPECT_EQ(c.max_grad_norm, 0.0);
+  EXPECT_EQ(c.logits_topk, 64);
+  const auto plan = config::make_placement_plan(c, l.platform);
+  ASSERT_EQ(plan.clusters.size(), 2u);
+  EXPECT_EQ(plan.clusters[0].name, "student");
+  EXPECT_EQ(plan.clusters[1].name, "teacher");
+  EXPECT_NE(error_of([&] { load_in(d, "e", "distill", {"kd_objective=kl"}); }).find("kd_objective"), std::string::npos);
+  EXPECT_NE(error_of([&] { load_in(d, "e", "distill", {"distill_loss_weight=1.5"}); }).find("distill_loss_weight"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { load_in(d, "e", "distill", {"logits_topk=-1"}); }).find("logits_topk"), std::string::npos);
+  EXPECT_NE(error_of([&] { load_in(d, "e", "distill", {"kd_temperature=0"}); }).find("kd_temperature"),
+            std::string::npos);
 }
 
 // ROLL's DPOConfig.__post_init__: the keys select the pipeline, pretrain fills both models, the

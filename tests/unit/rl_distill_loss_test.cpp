@@ -283,6 +283,21 @@ TEST(RlDistillLossIdentity, StudentEqualToTeacherGivesZero) {
   }
 }
 
+// Top-k mode is the divergence of the two distributions renormalised over the teacher's k ids
+// (docs/distill.md): with k = V it keeps every id, so it is the full-vocabulary mode (k = 0) up to
+// the order of a V-term sum (a few ulp in double).
+TEST(RlDistillLossIdentity, TopKOfTheWholeVocabularyIsTheFullMode) {
+  const auto logits = fixed_logits(at::kDouble);
+  const int64_t V = logits.teacher.size(-1);
+  const TeacherTopK all = teacher_topk(logits.teacher, V, kKdTemperature, 0.8);
+  const TeacherTopK full = teacher_topk(logits.teacher, 0, kKdTemperature, 0.8);
+  for (const std::string& objective : kObjectives) {
+    const at::Tensor a = distill_divergence(logits.student, all, kKdTemperature, objective, kAlpha, kLambda);
+    const at::Tensor b = distill_divergence(logits.student, full, kKdTemperature, objective, kAlpha, kLambda);
+    EXPECT_TRUE(at::allclose(a, b, 1e-12, 1e-13)) << objective << "\n" << a << "\n" << b;
+  }
+}
+
 // The one-token case by hand: p = (0.5, 0.5) against q = (0.75, 0.25) (student logits log 3 and 0 at
 // kd_temperature 1) gives forward KL ½ log(2/3) + ½ log 2 = ½ log(4/3), reverse KL ¾ log(3/2) + ¼ log ½.
 // adaptive_kl with α = 0.5: p sorted is (0.5, 0.5), cumsum (0.5, 1): the first is the tail, so

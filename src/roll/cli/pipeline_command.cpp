@@ -19,6 +19,7 @@
 #include "roll/core/error.h"
 #include "roll/core/log.h"
 #include "roll/pipeline/agentic_pipeline.h"
+#include "roll/pipeline/distill_pipeline.h"
 #include "roll/pipeline/dpo_pipeline.h"
 #include "roll/pipeline/rlvr_pipeline.h"
 #include "roll/pipeline/sft_pipeline.h"
@@ -62,6 +63,7 @@ int run_job(config::PipelineKind kind, config::LoadedConfig loaded, const config
     case config::PipelineKind::agentic: return pipeline::AgenticPipeline(std::move(loaded), req, po).run();
     case config::PipelineKind::sft: return pipeline::SftPipeline(std::move(loaded), req, po).run();
     case config::PipelineKind::dpo: return pipeline::DpoPipeline(std::move(loaded), req, po).run();
+    case config::PipelineKind::distill: return pipeline::DistillPipeline(std::move(loaded), req, po).run();
     default: throw NotSupportedError(fmt::format("`roll {}`", config::pipeline_kind_name(kind)));
   }
 }
@@ -185,7 +187,7 @@ void add_pipeline_command(CLI::App& app, const char* name, config::PipelineKind 
   cmd->add_option("--watchdog-factor", opts->watchdog_factor,
                   "Hang watchdog: how many times its method's median a call may run (first calls: times the floor)")
       ->capture_default_str();
-  if (kind != config::PipelineKind::sft && kind != config::PipelineKind::dpo)
+  if (kind == config::PipelineKind::rlvr || kind == config::PipelineKind::agentic)
     cmd->add_flag("--eval-only", opts->eval_only,
                   "Validate the model at `pretrain` once (metrics val/* and eval/*) and stop; no training");
   cmd->callback([opts, kind] {
@@ -213,6 +215,8 @@ void register_pipelines(CLI::App& app) {
                        "Run ROLL's SFT pipeline (cross-entropy on the assistant tokens) as configured");
   add_pipeline_command(app, "dpo", config::PipelineKind::dpo,
                        "Run ROLL's DPO pipeline (preference pairs against a frozen reference) as configured");
+  add_pipeline_command(app, "distill", config::PipelineKind::distill,
+                       "Run ROLL's logit-distillation pipeline (a student trained on a teacher's top-k logits) as configured");
 }
 
 }  // namespace roll::cli

@@ -52,6 +52,13 @@ void warn_missing_paths(const config::PipelineConfig& c, std::vector<std::string
     data("sft_train.data_args.file_name", c.sft_train.data_args);
     return;
   }
+  if (c.kind == config::PipelineKind::distill) {
+    model("student.model_args.model_name_or_path", c.student.model_args.model_name_or_path);
+    model("teacher.model_args.model_name_or_path", c.teacher.model_args.model_name_or_path);
+    data("student.data_args.file_name", c.student.data_args);
+    if (c.validation) data("validation.data_args.file_name", c.validation->data_args);
+    return;
+  }
   if (c.kind == config::PipelineKind::dpo) {
     model("actor_train.model_args.model_name_or_path", c.actor_train.model_args.model_name_or_path);
     data("actor_train.data_args.file_name", c.actor_train.data_args);
@@ -73,7 +80,8 @@ void run(const ValidateOptions& o) {
     else if (o.pipeline == "agentic") req.kind = config::PipelineKind::agentic;
     else if (o.pipeline == "sft") req.kind = config::PipelineKind::sft;
     else if (o.pipeline == "dpo") req.kind = config::PipelineKind::dpo;
-    else throw ConfigError("", fmt::format("--pipeline '{}': expected rlvr, agentic, sft or dpo", o.pipeline));
+    else if (o.pipeline == "distill") req.kind = config::PipelineKind::distill;
+    else throw ConfigError("", fmt::format("--pipeline '{}': expected rlvr, agentic, sft, dpo or distill", o.pipeline));
   }
   auto loaded = config::load_config(req);
   auto plan = config::make_placement_plan(loaded.config, loaded.platform);
@@ -138,7 +146,7 @@ void register_validate(CLI::App& app) {
   auto opts = std::make_shared<ValidateOptions>();
   auto* cmd = app.add_subcommand("validate", "Check a ROLL config and print the resolved config and placement plan");
   add_config_options(*cmd, opts->config);
-  cmd->add_option("--pipeline", opts->pipeline, "rlvr, agentic, sft or dpo (default: detected from the keys)");
+  cmd->add_option("--pipeline", opts->pipeline, "rlvr, agentic, sft, dpo or distill (default: detected from the keys)");
   cmd->add_flag("--show-env", opts->show_env, "Print every worker's environment variables");
   cmd->add_flag("-q,--quiet", opts->quiet, "Print only the placement and memory plans");
   cmd->add_flag("--json", opts->json, "Print the memory plan as JSON (with the warnings)");

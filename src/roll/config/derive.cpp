@@ -972,6 +972,40 @@ void derive_dpo(Ctx& x) {
   c.actor_train.training_args.max_steps = c.max_steps;
 }
 
+// ROLL's DistillConfig.__post_init__ (docs/distill.md): student_pretrain / teacher_pretrain fill
+// the two models (else pretrain), sequence_length defaults to 2048, max_grad_norm to 0 (no
+// clipping), and the step count comes from the data as in SFT (max_steps -1 unless set).
+void derive_distill(Ctx& x) {
+  PipelineConfig& c = x.c;
+  if (!c.sequence_length) c.sequence_length = 2048;
+  if (!x.has("max_grad_norm")) c.max_grad_norm = 0;
+  for (auto [w, path] : {std::pair{&c.student, &c.student_pretrain}, {&c.teacher, &c.teacher_pretrain}}) {
+    if (!w->model_args.model_name_or_path) w->model_args.model_name_or_path = *path ? *path : c.pretrain;
+  }
+  if (!c.student.model_args.model_name_or_path)
+    x.error("student_pretrain", "set student_pretrain or student.model_args.model_name_or_path");
+  if (!c.teacher.model_args.model_name_or_path)
+    x.error("teacher_pretrain", "set teacher_pretrain or teacher.model_args.model_name_or_path");
+  if (!c.student.data_args || c.student.data_args->file_name.empty())
+    x.error("student.data_args.file_name", "the distillation pipeline needs training data files");
+  if (c.distill_loss_weight < 0 || c.distill_loss_weight > 1)
+    x.error("distill_loss_weight", fmt::format("must be in [0, 1], got {}", c.distill_loss_weight));
+  if (c.logits_topk < 0) x.error("logits_topk", fmt::format("must be >= 0 (0: the whole vocabulary), got {}", c.logits_topk));
+  for (auto [key, v] : {std::pair{"kd_temperature", c.kd_temperature}, {"teacher_temperature", c.teacher_temperature}})
+    if (!(v > 0)) x.error(key, fmt::format("must be > 0, got {}", v));
+  x.one_of("kd_objective", c.kd_objective,
+           {"forward_kl", "reverse_kl", "adaptive_kl", "skewed_forward_kl", "skewed_reverse_kl", "js_divergence"});
+  if (c.skew_lambda < 0 || c.skew_lambda > 1)
+    x.error("skew_lambda", fmt::format("must be in [0, 1], got {}", c.skew_lambda));
+  if (c.student.model_args.lora_target)
+    x.error("student.model_args.lora_target", "LoRA distillation is not supported in rollcpp yet; see docs/known-gaps.md");
+  for (auto [name, w] : {std::pair{"student", &c.student}, {"teacher", &c.teacher}})
+    if (w->use_sequence_packing)
+      x.warn(std::string(name) + ".use_sequence_packing",
+             "ignored: the distillation batches are padded rows (the same losses, without packing's speed-up)");
+  if (!x.has("max_steps")) c.max_steps = -1;
+}
+
 }  // namespace
 
 void derive_and_check(PipelineConfig& c, const NodePtr& resolved, Platform platform,
@@ -991,6 +1025,20 @@ void derive_and_check(PipelineConfig& c, const NodePtr& resolved, Platform platf
     return;
   }
 
+  if (c.kind == PipelineKind::distill) {
+    derive_distill(x);
+    derive_worker(x, "student", c.student, true);
+    derive_worker(x, "teacher", c.teacher, true);
+    for (auto [role, w] : {std::pair{"student", &c.student}, {"teacher", &c.teacher}}) {
+      check_platform_strategy(x, role, *w);
+      check_model_role(x, role, *w);
+    }
+    check_data_args(x, "student.data_args", c.student.data_args);
+    if (c.validation) check_data_args(x, "validation.data_args", c.validation->data_args);
+    if (c.student.strategy_args && is_inference_strategy(c.student.strategy_args->strategy_name))
+      x.error("student.strategy_args.strategy_name", "the student needs a training strategy");
+    return;
+  }
   if (c.kind == PipelineKind::dpo) {
     derive_dpo(x);
     derive_worker(x, "actor_train", c.actor_train, true);

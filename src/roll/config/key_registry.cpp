@@ -345,7 +345,6 @@ constexpr KeyEntry kRegistry[] = {
     ignored("PipelineConfig.use_reward_scaling", "ROLL's legacy switch; use norm_mean_type and norm_std_type"),
     ignored("PipelineConfig.use_reward_norm", "ROLL's legacy switch; use norm_mean_type and norm_std_type"),
     ignored("PipelineConfig.add_len_reward", "no length reward in rollcpp"),
-    ignored("PipelineConfig.teacher", kDistill),
     ignored("PipelineConfig.student_train", kDistill),
     ignored("PipelineConfig.student_infer", kDistill),
     ignored("PipelineConfig.pure_opd_pipeline_type", kDistill),
@@ -414,6 +413,24 @@ constexpr KeyEntry kRegistry[] = {
     consumed("PipelineConfig.label_smoothing", "src/roll/workers/dpo_trainer.cpp"),
     consumed("PipelineConfig.chosen_key", "src/roll/pipeline/dpo_pipeline.cpp"),
     consumed("PipelineConfig.rejected_key", "src/roll/pipeline/dpo_pipeline.cpp"),
+
+    // PipelineConfig: DistillConfig
+    consumed("PipelineConfig.student", "src/roll/config/placement.cpp"),
+    consumed("PipelineConfig.teacher", "src/roll/config/placement.cpp"),
+    consumed("PipelineConfig.student_pretrain", "src/roll/config/derive.cpp"),
+    consumed("PipelineConfig.teacher_pretrain", "src/roll/config/derive.cpp"),
+    consumed("PipelineConfig.question_key", "src/roll/pipeline/distill_pipeline.cpp"),
+    consumed("PipelineConfig.answer_key", "src/roll/pipeline/distill_pipeline.cpp"),
+    consumed("PipelineConfig.distill_on_prompt", "src/roll/pipeline/distill_pipeline.cpp"),
+    consumed("PipelineConfig.logits_topk", "src/roll/workers/teacher_role.cpp"),
+    consumed("PipelineConfig.teacher_temperature", "src/roll/workers/teacher_role.cpp"),
+    consumed("PipelineConfig.kd_temperature", "src/roll/workers/distill_trainer.cpp"),
+    consumed("PipelineConfig.distill_loss_weight", "src/roll/workers/distill_trainer.cpp"),
+    consumed("PipelineConfig.kd_objective", "src/roll/workers/distill_trainer.cpp"),
+    consumed("PipelineConfig.adaptive_kl_alpha", "src/roll/workers/distill_trainer.cpp"),
+    consumed("PipelineConfig.skew_lambda", "src/roll/workers/distill_trainer.cpp"),
+    ignored("PipelineConfig.logits_transfer_backend",
+            "the teacher's top-k logits reach the student through the driver's RPC (no NCCL/IPC transfer group)"),
 };
 
 const KeyEntry* lookup(std::string_view struct_name, std::string_view key) {

@@ -17,6 +17,7 @@ const char* pipeline_kind_name(PipelineKind kind) {
     case PipelineKind::agentic: return "agentic";
     case PipelineKind::sft: return "sft";
     case PipelineKind::dpo: return "dpo";
+    case PipelineKind::distill: return "distill";
   }
   return "?";
 }
@@ -25,10 +26,10 @@ PipelineKind detect_pipeline_kind(const NodePtr& root) {
   auto has = [&](const char* k) { return root->has(k); };
   if (has("sft_train")) return PipelineKind::sft;
   if (has("chosen_key") || has("rejected_key") || (has("beta") && has("ipo"))) return PipelineKind::dpo;
-  if (has("distill_loss_weight") || has("kd_objective") || has("teacher_pretrain") || has("student"))
-    throw NotSupportedError("ROLL's distillation pipeline (this config has student/teacher keys)");
   if (has("is_pure_opd") || has("student_train") || has("student_infer"))
     throw NotSupportedError("ROLL's on-policy distillation pipeline (this config has student_train/is_pure_opd)");
+  if (has("distill_loss_weight") || has("kd_objective") || has("teacher_pretrain") || has("student"))
+    return PipelineKind::distill;
   if (has("custom_envs") || has("train_env_manager") || has("val_env_manager")) return PipelineKind::agentic;
   return PipelineKind::rlvr;
 }

@@ -1,5 +1,6 @@
 #pragma once
-// One pipeline's whole config: BaseConfig + PPOConfig + RLVRConfig + AgenticConfig + SFTConfig + DPOConfig, as
+// One pipeline's whole config: BaseConfig + PPOConfig + RLVRConfig + AgenticConfig + SFTConfig + DPOConfig +
+// DistillConfig, as
 // ROLL's dataclasses (docs/config.md). `kind` says which pipeline the file is for; keys of the other
 // pipelines keep their defaults. Each part lists its keys once, in `visit`, which serves loading
 // (reader.h), printing (`roll validate`) and the unknown-key check; fields that ROLL has but rollcpp
@@ -7,6 +8,7 @@
 // whether it is consumed or ignored (a config that sets an ignored key gets a warning naming it).
 #include "roll/config/agentic_config.h"
 #include "roll/config/base_config.h"
+#include "roll/config/distill_config.h"
 #include "roll/config/dpo_config.h"
 #include "roll/config/ppo_config.h"
 #include "roll/config/rlvr_config.h"
@@ -14,10 +16,10 @@
 
 namespace roll::config {
 
-enum class PipelineKind { rlvr, agentic, sft, dpo };
+enum class PipelineKind { rlvr, agentic, sft, dpo, distill };
 const char* pipeline_kind_name(PipelineKind kind);
 
-struct PipelineConfig : BaseConfig, PPOConfig, RLVRConfig, AgenticConfig, SFTConfig, DPOConfig {
+struct PipelineConfig : BaseConfig, PPOConfig, RLVRConfig, AgenticConfig, SFTConfig, DPOConfig, DistillConfig {
   PipelineKind kind = PipelineKind::rlvr;
 
   template <typename V>
@@ -28,6 +30,7 @@ struct PipelineConfig : BaseConfig, PPOConfig, RLVRConfig, AgenticConfig, SFTCon
     AgenticConfig::visit(v);
     SFTConfig::visit(v);
     DPOConfig::visit(v);
+    DistillConfig::visit(v);
   }
 };
 

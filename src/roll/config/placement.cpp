@@ -104,6 +104,11 @@ PlacementPlan make_placement_plan(const PipelineConfig& c, Platform platform) {
     out.push_back(b.cluster("sft_train", c.sft_train, true, ""));
     return plan;
   }
+  if (c.kind == PipelineKind::distill) {
+    out.push_back(b.cluster("student", c.student, true, ""));
+    out.push_back(b.cluster("teacher", c.teacher, true, ""));
+    return plan;
+  }
   if (c.kind == PipelineKind::dpo) {
     out.push_back(b.cluster("actor_train", c.actor_train, true, ""));
     out.push_back(b.cluster("reference", c.reference, true, ""));

@@ -94,7 +94,7 @@ struct PPOConfig {
     v.nested("overlong_reward", overlong_reward);
     v("is_pure_opd", is_pure_opd);
     v("use_opd", use_opd);
-    for (const char* k : {"l2", "use_reward_scaling", "use_reward_norm", "add_len_reward", "teacher", "student_train",
+    for (const char* k : {"l2", "use_reward_scaling", "use_reward_norm", "add_len_reward", "student_train",
                           "student_infer", "pure_opd_pipeline_type"})
       v.inert(k);
   }

@@ -22,7 +22,8 @@ std::set<Slot> slots_of(const ClusterPlacement& c) {
 }  // namespace
 
 std::vector<PhaseSlots> phase_slot_usage(const PipelineConfig& config, const PlacementPlan& plan) {
-  if (config.kind == PipelineKind::sft || config.kind == PipelineKind::dpo) return {};
+  if (config.kind == PipelineKind::sft || config.kind == PipelineKind::dpo || config.kind == PipelineKind::distill)
+    return {};
   // Who works in each phase (docs/pipelines.md): the infer workers generate; the reference, the
   // actor (when it recomputes old log-probs) and the critic (values) run the log-prob forwards; the
   // actor and the critic train.

@@ -15,13 +15,14 @@ const std::vector<StepPhase>& step_phases() {
   static const std::vector<StepPhase> phases = {
       {"stop_server", {"time/step_stop_server"}},
       {"model_update", {"time/step_model_update"}},
-      {"val", {"time/val_step", "time/step_val"}},
+      {"val", {"time/val_step", "time/step_val", "time/val"}},
       {"generate", {"time/step_generate"}},
       {"rollout", {"time/step_rollout"}},
       {"log_probs",
-       {"time/ref_log_probs_values", "time/old_log_probs_values", "time/old_log_probs", "time/cal_ref_log_probs"}},
+       {"time/ref_log_probs_values", "time/old_log_probs_values", "time/old_log_probs", "time/cal_ref_log_probs",
+        "train/teacher_forward"}},
       {"advantage", {"time/compute_advantage"}},
-      {"train", {"time/step_train", "time/actor_train"}},
+      {"train", {"time/step_train", "time/actor_train", "train/student_train_step"}},
       {"checkpoint", {"time/step_checkpoint"}},
   };
   return phases;

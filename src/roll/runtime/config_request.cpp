@@ -25,7 +25,7 @@ config::LoadRequest config_request_from_json(const nlohmann::json& j) {
   if (j.contains("kind")) {
     const std::string k = j["kind"].get<std::string>();
     for (auto kind : {config::PipelineKind::rlvr, config::PipelineKind::agentic, config::PipelineKind::sft,
-                      config::PipelineKind::dpo})
+                      config::PipelineKind::dpo, config::PipelineKind::distill})
       if (k == config::pipeline_kind_name(kind)) r.kind = kind;
   }
   if (j.contains("platform")) r.platform = config::parse_platform(j["platform"].get<std::string>());

@@ -187,6 +187,16 @@ at::Tensor TrainStrategy::values(const at::Tensor& input_ids, const at::Tensor& 
   return v;
 }
 
+at::Tensor TrainStrategy::logits_at(const at::Tensor& input_ids, const at::Tensor& attention_mask,
+                                   const at::Tensor& position_ids, const at::Tensor& positions) {
+  impl_->begin_forward();
+  const at::Tensor hidden =
+      impl_->model->hidden_states(input_ids, attention_mask, position_ids, impl_->opt.gradient_checkpointing);
+  at::Tensor out = impl_->model->lm_head(hidden.index({positions.to(at::kBool)}));
+  impl_->end_forward();
+  return out;
+}
+
 StepStats TrainStrategy::train_step(int64_t num_micro_batches, const std::function<at::Tensor(int64_t)>& micro_loss) {
   if (num_micro_batches < 1) throw Error("train_step needs at least one micro-batch");
   impl_->micro_expected = num_micro_batches;

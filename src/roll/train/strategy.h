@@ -64,6 +64,10 @@ class TrainStrategy {
                                  const at::Tensor& position_ids, bool with_entropy = false,
                                  int64_t chunk_tokens = 1024, const at::Tensor& needed = {});
   at::Tensor values(const at::Tensor& input_ids, const at::Tensor& attention_mask, const at::Tensor& position_ids);
+  // Full-vocabulary logits [N, vocab] (fp32) of the N positions where `positions` [B, T] (bool) is
+  // set, in row-major order; the LM head runs on those rows only (logit distillation).
+  at::Tensor logits_at(const at::Tensor& input_ids, const at::Tensor& attention_mask, const at::Tensor& position_ids,
+                       const at::Tensor& positions);
 
   // Backward of one micro-batch loss, scaled the ROLL way by the caller (rl::loss_scale_factor):
   // the strategy divides by gradient_accumulation_steps and averages over data-parallel ranks.

@@ -10,6 +10,8 @@ void register_builtin_roles() {
   register_reference_role();
   register_sft_train_role();
   register_dpo_train_role();
+  register_student_role();
+  register_teacher_role();
   register_env_role();
 }
 

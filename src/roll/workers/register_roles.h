@@ -13,6 +13,8 @@ void register_critic_role();
 void register_reference_role();
 void register_sft_train_role();
 void register_dpo_train_role();
+void register_student_role();
+void register_teacher_role();
 void register_env_role();
 
 }  // namespace roll::workers

@@ -12,6 +12,8 @@ const config::WorkerConfig& worker_config_of(const config::PipelineConfig& c, co
   if (cluster == "reference") return c.reference;
   if (cluster == "critic") return c.critic;
   if (cluster == "sft_train") return c.sft_train;
+  if (cluster == "student") return c.student;
+  if (cluster == "teacher") return c.teacher;
   if (cluster == "train_env") return c.train_env_manager.worker;
   if (cluster == "val_env") return c.val_env_manager.worker;
   if (cluster == "reward_model" && c.reward_model) return *c.reward_model;

@@ -28,6 +28,12 @@ inline constexpr char kComputeValues[] = "compute_values";
 // Batch (validation rows) -> Batch with no rows, meta "metrics" (the loss, no optimizer step).
 inline constexpr char kValStep[] = "val_step";
 
+// ---- teacher (distillation)
+// Batch[input_ids, attention_mask, position_ids, labels] -> Batch[teacher_log_probs [B, T, K] (fp32),
+// teacher_indices [B, T, K] (int64; absent when logits_topk is 0, K = vocab), teacher_inf_mask
+// [B, T, K] (uint8)]: the teacher's top-k at every position whose label is trained, zeros elsewhere.
+inline constexpr char kTeacherForward[] = "teacher_forward";
+
 // ---- weight sync: actor_train sends, actor_infer receives (weight_sync.h)
 // Both sides. {group, rank, world_size} -> nothing: joins the model-update process group
 // (actor_train: only rank 0 joins, as rank 0).

@@ -221,11 +221,12 @@ Batch collate_sft(const std::vector<const SftSample*>& rows, int64_t sequence_le
 
 SftStepPlan plan_sft_steps(int64_t configured_max_steps, int64_t rows, int64_t dp_size,
                            int64_t per_device_train_batch_size, int64_t gradient_accumulation_steps,
-                           double num_train_epochs) {
-  const std::pair<const char*, int64_t> sizes[] = {
-      {"sft_train.training_args.per_device_train_batch_size", per_device_train_batch_size},
-      {"sft_train.training_args.gradient_accumulation_steps", gradient_accumulation_steps},
-      {"sft_train.world_size", dp_size}};
+                           double num_train_epochs, const std::string& role) {
+  const std::string ta = role + ".training_args.";
+  const std::pair<std::string, int64_t> sizes[] = {
+      {ta + "per_device_train_batch_size", per_device_train_batch_size},
+      {ta + "gradient_accumulation_steps", gradient_accumulation_steps},
+      {role + ".world_size", dp_size}};
   for (const auto& [key, v] : sizes)
     if (v < 1) throw ConfigError(key, fmt::format("{} must be >= 1, got {}", key, v));
   SftStepPlan p;
@@ -233,19 +234,18 @@ SftStepPlan plan_sft_steps(int64_t configured_max_steps, int64_t rows, int64_t d
   p.steps_per_epoch = rows / p.global_batch;
   if (p.steps_per_epoch < 1)
     throw ConfigError(
-        "sft_train.data_args.file_name",
-        fmt::format("sft_train.data_args.file_name: the SFT data has {} usable rows, fewer than one "
+        role + ".data_args.file_name",
+        fmt::format("{}.data_args.file_name: the data has {} usable rows, fewer than one "
                     "global batch of {} (data parallel {} x per_device_train_batch_size {} x "
                     "gradient_accumulation_steps {})",
-                    rows, p.global_batch, dp_size, per_device_train_batch_size, gradient_accumulation_steps));
+                    role, rows, p.global_batch, dp_size, per_device_train_batch_size, gradient_accumulation_steps));
   if (configured_max_steps > 0) {
     p.pipeline_steps = configured_max_steps;
     p.epochs = (configured_max_steps + p.steps_per_epoch - 1) / p.steps_per_epoch;
   } else {
     if (!(num_train_epochs > 0))
-      throw ConfigError("sft_train.training_args.num_train_epochs",
-                        fmt::format("sft_train.training_args.num_train_epochs must be > 0 when max_steps is not set, "
-                                    "got {}",
+      throw ConfigError(ta + "num_train_epochs",
+                        fmt::format("{}num_train_epochs must be > 0 when max_steps is not set, got {}", ta,
                                     num_train_epochs));
     p.epochs = std::max<int64_t>(1, static_cast<int64_t>(std::ceil(num_train_epochs)));
     p.pipeline_steps = p.epochs * p.steps_per_epoch;

@@ -119,7 +119,7 @@ Batch collate_sft(const std::vector<const SftSample*>& rows, int64_t sequence_le
 // batch (the last partial batch is dropped); max_steps > 0 gives that many steps over
 // ceil(max_steps / steps_per_epoch) epochs, else ceil(num_train_epochs) whole epochs. The workers'
 // training_args.max_steps is steps x dp (their LR schedule divides it by dp). Bad sizes, and data
-// without one whole global batch, are roll::ConfigErrors naming the key.
+// without one whole global batch, are roll::ConfigErrors naming the key (under `role`).
 struct SftStepPlan {
   int64_t global_batch = 0;
   int64_t steps_per_epoch = 0;
@@ -129,6 +129,6 @@ struct SftStepPlan {
 };
 SftStepPlan plan_sft_steps(int64_t configured_max_steps, int64_t rows, int64_t dp_size,
                            int64_t per_device_train_batch_size, int64_t gradient_accumulation_steps,
-                           double num_train_epochs);
+                           double num_train_epochs, const std::string& role = "sft_train");
 
 }  // namespace roll::pipeline
