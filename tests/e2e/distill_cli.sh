@@ -21,10 +21,10 @@ for split in train test; do
   "$py" -c 'import json, sys
 for line in sys.stdin:
     r = json.loads(line)
-    q, a = r["messages"][0]["content"], "\\boxed{%s}" % r["ground_truth"]
-    print(json.dumps({"instruction": q, "output": a, "question": q, "answer": a}))' \
+    print(json.dumps({"instruction": r["messages"][0]["content"], "output": "\\boxed{%s}" % r["ground_truth"]}))' \
     <"data/arith_$split.jsonl" >"data/sft_arith_$split.jsonl"
-  cp "data/sft_arith_$split.jsonl" "data/distill_$split.jsonl"
+  "$roll" data distill --seed 1 --n "$n" --split "$split" --out "data/distill_$split.jsonl" >/dev/null 2>&1 \
+    || fail "data distill $split"
 done
 "$roll" model init --preset tiny --seed 9 --out output/models/tiny >/dev/null 2>&1 || fail "model init (teacher)"
 "$roll" model init --preset tiny --seed 5 --out output/models/student >/dev/null 2>&1 || fail "model init (student)"

@@ -650,6 +650,23 @@ TEST(PipelineDataSynthetic, CodeReferenceSolutionsPassTheirTestsInTheSandbox) {
   EXPECT_EQ(reward.compute("```python\n" + wrong + "```", json(any["test_cases"].get<std::string>()), "assert").score, 0.0);
 }
 
+// Distillation rows are the arithmetic problems of the same options: the user turn as question,
+// \boxed{ground truth} as answer.
+TEST(PipelineDataSynthetic, DistillRowsAreTheArithmeticProblemsWithBoxedAnswers) {
+  SyntheticDataOptions o;
+  o.seed = 4;
+  o.n = 20;
+  o.split = "test";
+  const auto problems = arithmetic_rows(o);
+  const auto rows = distill_rows(o);
+  ASSERT_EQ(rows.size(), problems.size());
+  for (size_t i = 0; i < rows.size(); ++i) {
+    EXPECT_EQ(rows[i]["question"], problems[i]["messages"].back()["content"]);
+    EXPECT_EQ(rows[i]["answer"].get<std::string>(), "\\boxed{" + problems[i]["ground_truth"].get<std::string>() + "}");
+    EXPECT_EQ(rows[i]["tag"], "distill");
+  }
+}
+
 TEST(PipelineDataSynthetic, PreferencePairsChooseTheRightSumAndSplitsAreDisjoint) {
   const std::regex instruction_re(R"(What is (\d+) \+ (\d+)\?)");
   const std::regex maybe_re(R"(Maybe (\d+)\?)");

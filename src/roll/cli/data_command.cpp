@@ -2,6 +2,7 @@
 //
 //   roll data arithmetic --seed S --n N --split train|test --out FILE [--digits D]
 //   roll data code       --seed S --n N --split train|test --out FILE
+//   roll data distill    --seed S --n N --split train|test --out FILE [--digits D]
 //   roll data preference --seed S --n N --split train|test --out FILE
 //                        (DPO pairs: instruction, chosen, rejected)
 //   roll data expert     --config_path P --config_name N --tag T --seed S --n N --noise F --out FILE
@@ -123,6 +124,12 @@ void register_data(CLI::App& app) {
                 "DPO preference pairs: \"What is A + B?\" with chosen \"The answer is C.\" and an unhelpful or "
                 "wrong rejected answer (columns instruction, chosen, rejected)",
                 pipeline::preference_rows, std::make_shared<DataOptions>());
+  auto distill = std::make_shared<DataOptions>();
+  auto* d = add_generator(*data, "distill",
+                          "Distillation rows: the arithmetic problems as question, \\boxed{answer} as answer "
+                          "(columns question, answer)",
+                          pipeline::distill_rows, distill);
+  d->add_option("--digits", distill->gen.digits, "Operands have 1..digits digits (1..9)")->capture_default_str();
   add_expert(*data);
 }
 

@@ -46,6 +46,9 @@ std::vector<nlohmann::ordered_json> code_rows(const SyntheticDataOptions& option
 // n preference pairs of distinct problems of the split, keys instruction, chosen, rejected, tag;
 // roll::Error on bad options or when the split has fewer than n distinct problems.
 std::vector<nlohmann::ordered_json> preference_rows(const SyntheticDataOptions& options);
+// n question/answer rows (keys question, answer \boxed{N}, tag) of arithmetic_rows' problems, for
+// the distillation pipeline; the same errors.
+std::vector<nlohmann::ordered_json> distill_rows(const SyntheticDataOptions& options);
 // The number of code task templates.
 int code_task_count();
 
