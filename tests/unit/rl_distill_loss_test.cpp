@@ -402,4 +402,21 @@ TEST(RlDistillLossTokenMean, SumsTheLabelledTokensOverNumTokens) {
   EXPECT_DOUBLE_EQ(distill_token_mean(div, label_mask().to(at::kFloat), 8.0).item<double>(), want);
 }
 
+// A micro-batch whose rows have no trained position (a prompt that fills sequence_length) hands
+// the student trainer zero positions: every objective gives an empty divergence whose sum is 0.
+TEST(RlDistillLossIdentity, NoPositionsGiveAnEmptyDivergence) {
+  const int64_t V = 11;
+  const at::Tensor teacher_logits = at::zeros({0, V}, at::kFloat);
+  const at::Tensor student_logits = at::zeros({0, V}, at::kFloat).requires_grad_(true);
+  for (int64_t k : {int64_t{4}, int64_t{0}}) {
+    const TeacherTopK teacher = teacher_topk(teacher_logits, k, 1.0, 1.0);
+    for (const std::string& objective : kObjectives) {
+      const at::Tensor div = distill_divergence(student_logits, teacher, 1.0, objective, kAlpha, kLambda);
+      EXPECT_EQ(div.numel(), 0) << objective;
+      EXPECT_EQ(div.sum().item<double>(), 0.0) << objective;
+    }
+  }
+}
+
 }  // namespace roll::rl
+
