@@ -8,7 +8,7 @@
 #include "roll/config/model_path.h"
 #include "roll/core/error.h"
 #include "roll/core/log.h"
-#include "roll/pipeline/data/dataset_iterator.h"
+#include "roll/pipeline/data/epoch_batches.h"
 #include "roll/pipeline/data/sft_data.h"
 #include "roll/workers/metrics_json.h"
 #include "roll/workers/rpc_methods.h"
@@ -21,17 +21,7 @@ struct DistillPipeline::Impl {
   SftStepPlan plan;
   int64_t dp = 1;
   int64_t val_batch = 0;
-  int64_t seed = 42;
-  int64_t order_epoch = -1;
-  std::vector<int64_t> order;
-
-  const std::vector<int64_t>& epoch_order(int64_t epoch) {
-    if (epoch != order_epoch) {
-      order = DatasetIterator::epoch_order(static_cast<int64_t>(train.rows.size()), seed, epoch);
-      order_epoch = epoch;
-    }
-    return order;
-  }
+  EpochBatches batches;
 };
 
 namespace {
@@ -85,7 +75,6 @@ DistillPipeline::DistillPipeline(config::LoadedConfig loaded, config::LoadReques
     : PipelineBase(std::move(loaded), std::move(request), std::move(options)), impl_(std::make_unique<Impl>()) {
   Impl& im = *impl_;
   config::PipelineConfig& c = loaded_.config;
-  im.seed = c.seed;
   const std::string model_dir = config::resolve_model_path(c.student.model_args.model_name_or_path.value_or(""),
                                                            "student.model_args.model_name_or_path");
   im.encoder.emplace(model_dir, distill_encoding_options(c));
@@ -104,6 +93,7 @@ DistillPipeline::DistillPipeline(config::LoadedConfig loaded, config::LoadReques
   c.student.training_args.max_steps = im.plan.worker_max_steps;
   request_.compose.overrides.push_back(fmt::format("max_steps={}", im.plan.pipeline_steps));
   request_.compose.overrides.push_back(fmt::format("student.training_args.max_steps={}", im.plan.worker_max_steps));
+  im.batches = EpochBatches(static_cast<int64_t>(im.train.rows.size()), im.plan.global_batch, c.seed);
   log::info("distill: {} examples, global batch {} (data parallel {} x {} x gradient accumulation {}): {} steps; "
             "{} with top-{} teacher logits, distill_loss_weight {}",
             im.train.rows.size(), im.plan.global_batch, im.dp, ta.per_device_train_batch_size,
@@ -114,16 +104,9 @@ DistillPipeline::DistillPipeline(config::LoadedConfig loaded, config::LoadReques
     im.validation = load_sft_dataset(
         expand_data_files(c.validation->data_args->file_name, "validation.data_args.file_name"), *im.encoder);
     if (c.distill_on_prompt) train_on_prompts(im.validation);
-    const auto rows = static_cast<int64_t>(im.validation.rows.size());
-    im.val_batch = im.dp * ta.gradient_accumulation_steps * std::max<int64_t>(1, c.student.infer_batch_size);
-    if (rows < im.val_batch) {
-      if (rows < im.dp)
-        throw ConfigError("validation.data_args.file_name",
-                          fmt::format("validation.data_args.file_name: {} validation rows cannot be split over {} "
-                                      "data-parallel ranks",
-                                      rows, im.dp));
-      im.val_batch = rows / im.dp * im.dp;
-    }
+    im.val_batch = validation_batch_rows(
+        static_cast<int64_t>(im.validation.rows.size()), im.dp,
+        im.dp * ta.gradient_accumulation_steps * std::max<int64_t>(1, c.student.infer_batch_size), "distill");
   }
 }
 
@@ -134,11 +117,9 @@ bool DistillPipeline::has_validation() const { return !impl_->validation.rows.em
 Metrics DistillPipeline::run_step(int64_t step) {
   Impl& im = *impl_;
   const auto t0 = std::chrono::steady_clock::now();
-  const int64_t epoch = step / im.plan.steps_per_epoch, index = step % im.plan.steps_per_epoch;
-  const std::vector<int64_t>& order = im.epoch_order(epoch);
+  const int64_t epoch = im.batches.epoch_of(step);
   std::vector<const SftSample*> rows;
-  for (int64_t k = index * im.plan.global_batch; k < (index + 1) * im.plan.global_batch; ++k)
-    rows.push_back(&im.train.rows[static_cast<size_t>(order[static_cast<size_t>(k)])]);
+  for (int64_t r : im.batches.rows_of_step(step)) rows.push_back(&im.train.rows[static_cast<size_t>(r)]);
   Batch batch = collate_sft(rows, im.encoder->options().sequence_length, im.encoder->pad_id());
   batch.meta["global_step"] = step;
   Metrics m = distill_call(cluster("teacher"), cluster("student"), workers::rpc::kTrainStep, std::move(batch), "train/");
@@ -180,21 +161,10 @@ std::string DistillPipeline::progress_postfix(const Metrics& m) const {
   return text;
 }
 
-nlohmann::json DistillPipeline::state_kv() const {
-  const Impl& im = *impl_;
-  return {{"distill_data",
-           {{"rows", im.train.rows.size()},
-            {"global_batch", im.plan.global_batch},
-            {"steps_per_epoch", im.plan.steps_per_epoch}}}};
-}
+nlohmann::json DistillPipeline::state_kv() const { return {{"distill_data", impl_->batches.state()}}; }
 
 void DistillPipeline::restore_kv(const nlohmann::json& kv) {
-  const nlohmann::json saved = kv.value("distill_data", nlohmann::json::object());
-  const nlohmann::json now = state_kv()["distill_data"];
-  if (saved != now)
-    log::warn("distill: the checkpoint was written for data {} and this run has {}: the resumed steps draw other "
-              "rows than an uninterrupted run would",
-              saved.dump(), now.dump());
+  impl_->batches.warn_if_changed(kv.value("distill_data", nlohmann::json::object()), "distill");
 }
 
 }  // namespace roll::pipeline

@@ -10,8 +10,8 @@
 #include "roll/config/model_path.h"
 #include "roll/core/error.h"
 #include "roll/core/log.h"
-#include "roll/pipeline/data/dataset_iterator.h"
 #include "roll/pipeline/data/dpo_data.h"
+#include "roll/pipeline/data/epoch_batches.h"
 #include "roll/workers/metrics_json.h"
 #include "roll/workers/rpc_methods.h"
 
@@ -21,28 +21,16 @@ struct DpoPipeline::Impl {
   std::optional<SftEncoder> encoder;
   DpoDataset train, validation;
   int64_t dp = 1;
-  int64_t global_pairs = 0;     // pairs per step
-  int64_t steps_per_epoch = 0;
+  int64_t global_pairs = 0;  // pairs per step
   int64_t epochs = 1;
-  int64_t val_pairs = 0;        // pairs per validation batch
-  int64_t seed = 42;
-  int64_t order_epoch = -1;  // the epoch `order` holds
-  std::vector<int64_t> order;
-
-  const std::vector<int64_t>& epoch_order(int64_t epoch) {
-    if (epoch != order_epoch) {
-      order = DatasetIterator::epoch_order(static_cast<int64_t>(train.pairs.size()), seed, epoch);
-      order_epoch = epoch;
-    }
-    return order;
-  }
+  int64_t val_pairs = 0;  // pairs per validation batch
+  EpochBatches batches;
 };
 
 DpoPipeline::DpoPipeline(config::LoadedConfig loaded, config::LoadRequest request, PipelineOptions options)
     : PipelineBase(std::move(loaded), std::move(request), std::move(options)), impl_(std::make_unique<Impl>()) {
   Impl& im = *impl_;
   config::PipelineConfig& c = loaded_.config;
-  im.seed = c.seed;
   const std::string model_dir = config::resolve_model_path(c.actor_train.model_args.model_name_or_path.value_or(""),
                                                            "actor_train.model_args.model_name_or_path");
   im.encoder.emplace(model_dir, dpo_encoding_options(c));
@@ -56,17 +44,17 @@ DpoPipeline::DpoPipeline(config::LoadedConfig loaded, config::LoadRequest reques
   // per_device_train_batch_size is already doubled into rows (derive): a row is half a pair.
   im.global_pairs = im.dp * ta.gradient_accumulation_steps * (ta.per_device_train_batch_size / 2);
   const auto pairs = static_cast<int64_t>(im.train.pairs.size());
-  im.steps_per_epoch = pairs / std::max<int64_t>(1, im.global_pairs);
-  if (im.steps_per_epoch == 0)
+  if (im.global_pairs < 1 || pairs < im.global_pairs)
     throw ConfigError("actor_train.data_args.file_name",
                       fmt::format("actor_train.data_args.file_name: {} preference pair(s) are fewer than one global "
                                   "batch of {} (data parallel {} x gradient_accumulation_steps {} x "
                                   "per_device_train_batch_size {})",
                                   pairs, im.global_pairs, im.dp, ta.gradient_accumulation_steps,
                                   ta.per_device_train_batch_size / 2));
+  im.batches = EpochBatches(pairs, im.global_pairs, c.seed);
   // ROLL: for epoch in range(int(num_train_epochs)), stopping at max_steps.
   im.epochs = std::max<int64_t>(1, static_cast<int64_t>(std::floor(ta.num_train_epochs)));
-  const int64_t steps = std::min(c.max_steps, im.epochs * im.steps_per_epoch);
+  const int64_t steps = std::min(c.max_steps, im.epochs * im.batches.steps_per_epoch());
   if (steps < c.max_steps) {
     log::warn("dpo: num_train_epochs {} of {} pair(s) end after {} step(s), before max_steps {}", ta.num_train_epochs,
               pairs, steps, c.max_steps);
@@ -76,25 +64,16 @@ DpoPipeline::DpoPipeline(config::LoadedConfig loaded, config::LoadRequest reques
   log::info("dpo: {} preference pairs, global batch {} pairs (data parallel {} x gradient accumulation {} x {}): {} "
             "steps per epoch, {} steps; beta {}, {}",
             pairs, im.global_pairs, im.dp, ta.gradient_accumulation_steps, ta.per_device_train_batch_size / 2,
-            im.steps_per_epoch, c.max_steps, c.beta,
+            im.batches.steps_per_epoch(), c.max_steps, c.beta,
             c.ipo ? std::string("IPO loss") : fmt::format("sigmoid loss, label_smoothing {}", c.label_smoothing));
 
   if (c.validation && c.validation->data_args && !c.validation->data_args->file_name.empty()) {
     im.validation = load_dpo_dataset(
         expand_data_files(c.validation->data_args->file_name, "validation.data_args.file_name"), *im.encoder,
         c.chosen_key, c.rejected_key);
-    const auto rows = static_cast<int64_t>(im.validation.pairs.size());
-    im.val_pairs = im.dp * ta.gradient_accumulation_steps * std::max<int64_t>(1, c.actor_train.infer_batch_size / 2);
-    if (rows < im.val_pairs) {
-      if (rows < im.dp)
-        throw ConfigError("validation.data_args.file_name",
-                          fmt::format("validation.data_args.file_name: {} validation pair(s) cannot be split over {} "
-                                      "data-parallel ranks",
-                                      rows, im.dp));
-      im.val_pairs = rows / im.dp * im.dp;
-      log::warn("dpo: {} validation pairs are fewer than one validation batch: validating on {} of them", rows,
-                im.val_pairs);
-    }
+    im.val_pairs = validation_batch_rows(
+        static_cast<int64_t>(im.validation.pairs.size()), im.dp,
+        im.dp * ta.gradient_accumulation_steps * std::max<int64_t>(1, c.actor_train.infer_batch_size / 2), "dpo");
   }
 }
 
@@ -133,11 +112,9 @@ Metrics dpo_call(runtime::Cluster& reference, runtime::Cluster& actor, const cha
 
 Metrics DpoPipeline::run_step(int64_t step) {
   Impl& im = *impl_;
-  const int64_t epoch = step / im.steps_per_epoch, index = step % im.steps_per_epoch;
-  const std::vector<int64_t>& order = im.epoch_order(epoch);
+  const int64_t epoch = im.batches.epoch_of(step);
   std::vector<const DpoPair*> pairs;
-  for (int64_t k = index * im.global_pairs; k < (index + 1) * im.global_pairs; ++k)
-    pairs.push_back(&im.train.pairs[static_cast<size_t>(order[static_cast<size_t>(k)])]);
+  for (int64_t r : im.batches.rows_of_step(step)) pairs.push_back(&im.train.pairs[static_cast<size_t>(r)]);
   Batch batch = collate_dpo(pairs, *config().sequence_length, im.encoder->pad_id());
   batch.meta["global_step"] = step;
   Metrics m = dpo_call(cluster("reference"), cluster("actor_train"), workers::rpc::kTrainStep, std::move(batch), "time/");
@@ -186,22 +163,10 @@ std::string DpoPipeline::progress_postfix(const Metrics& m) const {
   return text;
 }
 
-nlohmann::json DpoPipeline::state_kv() const {
-  const Impl& im = *impl_;
-  return {{"dpo_data",
-           {{"pairs", im.train.pairs.size()},
-            {"global_pairs", im.global_pairs},
-            {"steps_per_epoch", im.steps_per_epoch}}}};
-}
+nlohmann::json DpoPipeline::state_kv() const { return {{"dpo_data", impl_->batches.state()}}; }
 
 void DpoPipeline::restore_kv(const nlohmann::json& kv) {
-  const nlohmann::json saved = kv.value("dpo_data", nlohmann::json::object());
-  const nlohmann::json now = state_kv()["dpo_data"];
-  if (saved != now)
-    log::warn(
-        "dpo: the checkpoint was written for data {} and this run has {}: the resumed steps draw other pairs "
-        "than an uninterrupted run would",
-        saved.dump(), now.dump());
+  impl_->batches.warn_if_changed(kv.value("dpo_data", nlohmann::json::object()), "dpo");
 }
 
 }  // namespace roll::pipeline

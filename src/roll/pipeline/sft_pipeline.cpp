@@ -7,7 +7,7 @@
 #include "roll/config/model_path.h"
 #include "roll/core/error.h"
 #include "roll/core/log.h"
-#include "roll/pipeline/data/dataset_iterator.h"
+#include "roll/pipeline/data/epoch_batches.h"
 #include "roll/workers/metrics_json.h"
 #include "roll/workers/rpc_methods.h"
 
@@ -20,17 +20,7 @@ struct SftPipeline::Impl {
   SftStepPlan plan;
   int64_t dp = 1;
   int64_t val_batch = 0;  // rows per validation batch
-  int64_t seed = 42;
-  int64_t order_epoch = -1;  // the epoch `order` holds
-  std::vector<int64_t> order;
-
-  const std::vector<int64_t>& epoch_order(int64_t epoch) {
-    if (epoch != order_epoch) {
-      order = DatasetIterator::epoch_order(static_cast<int64_t>(train.rows.size()), seed, epoch);
-      order_epoch = epoch;
-    }
-    return order;
-  }
+  EpochBatches batches;
 };
 
 SftPipeline::SftPipeline(config::LoadedConfig loaded, config::LoadRequest request, PipelineOptions options)
@@ -38,7 +28,6 @@ SftPipeline::SftPipeline(config::LoadedConfig loaded, config::LoadRequest reques
   Impl& im = *impl_;
   config::PipelineConfig& c = loaded_.config;
   im.role = c.sft_train.name.value_or("sft_train");
-  im.seed = c.seed;
   const std::string model_dir = config::resolve_model_path(c.sft_train.model_args.model_name_or_path.value_or(""),
                                                            "sft_train.model_args.model_name_or_path");
   if (!c.sft_train.data_args)
@@ -59,6 +48,7 @@ SftPipeline::SftPipeline(config::LoadedConfig loaded, config::LoadRequest reques
   c.sft_train.training_args.max_steps = im.plan.worker_max_steps;
   request_.compose.overrides.push_back(fmt::format("max_steps={}", im.plan.pipeline_steps));
   request_.compose.overrides.push_back(fmt::format("sft_train.training_args.max_steps={}", im.plan.worker_max_steps));
+  im.batches = EpochBatches(static_cast<int64_t>(im.train.rows.size()), im.plan.global_batch, c.seed);
   log::info(
       "sft: {} examples, global batch {} (data parallel {} x {} x gradient accumulation {}): {} steps per epoch, "
       "{} epoch(s), {} steps",
@@ -69,21 +59,9 @@ SftPipeline::SftPipeline(config::LoadedConfig loaded, config::LoadRequest reques
     // ROLL encodes the validation rows with the training encode function (template, columns).
     im.validation = load_sft_dataset(
         expand_data_files(c.validation->data_args->file_name, "validation.data_args.file_name"), *im.encoder);
-    const auto rows = static_cast<int64_t>(im.validation.rows.size());
-    im.val_batch = im.dp * ta.gradient_accumulation_steps * std::max<int64_t>(1, c.sft_train.infer_batch_size);
-    if (rows < im.val_batch) {
-      // ROLL's drop_last loader would yield no batch at all; one batch of whole DP shares instead.
-      if (rows < im.dp)
-        throw ConfigError("validation.data_args.file_name",
-                          fmt::format("validation.data_args.file_name: {} validation rows cannot be split over {} "
-                                      "data-parallel ranks",
-                                      rows, im.dp));
-      log::warn(
-          "sft: {} validation rows are fewer than one validation batch of {} (dp x gradient_accumulation_steps "
-          "x infer_batch_size): validating on {} of them",
-          rows, im.val_batch, rows / im.dp * im.dp);
-      im.val_batch = rows / im.dp * im.dp;
-    }
+    im.val_batch = validation_batch_rows(
+        static_cast<int64_t>(im.validation.rows.size()), im.dp,
+        im.dp * ta.gradient_accumulation_steps * std::max<int64_t>(1, c.sft_train.infer_batch_size), "sft");
   }
 }
 
@@ -111,11 +89,9 @@ Metrics sft_call(runtime::Cluster& sft, const char* method, const std::vector<co
 Metrics SftPipeline::run_step(int64_t step) {
   Impl& im = *impl_;
   const auto t0 = std::chrono::steady_clock::now();
-  const int64_t epoch = step / im.plan.steps_per_epoch, index = step % im.plan.steps_per_epoch;
-  const std::vector<int64_t>& order = im.epoch_order(epoch);
+  const int64_t epoch = im.batches.epoch_of(step);
   std::vector<const SftSample*> rows;
-  for (int64_t k = index * im.plan.global_batch; k < (index + 1) * im.plan.global_batch; ++k)
-    rows.push_back(&im.train.rows[static_cast<size_t>(order[static_cast<size_t>(k)])]);
+  for (int64_t r : im.batches.rows_of_step(step)) rows.push_back(&im.train.rows[static_cast<size_t>(r)]);
   Metrics m = sft_call(cluster("sft_train"), workers::rpc::kTrainStep, rows, *im.encoder, step);
   m["time/step_train"] = seconds_since(t0);
   m["system/epoch"] = static_cast<double>(epoch);
@@ -148,22 +124,10 @@ std::string SftPipeline::progress_postfix(const Metrics& m) const {
   return text;
 }
 
-nlohmann::json SftPipeline::state_kv() const {
-  const Impl& im = *impl_;
-  return {{"sft_data",
-           {{"rows", im.train.rows.size()},
-            {"global_batch", im.plan.global_batch},
-            {"steps_per_epoch", im.plan.steps_per_epoch}}}};
-}
+nlohmann::json SftPipeline::state_kv() const { return {{"sft_data", impl_->batches.state()}}; }
 
 void SftPipeline::restore_kv(const nlohmann::json& kv) {
-  const nlohmann::json saved = kv.value("sft_data", nlohmann::json::object());
-  const nlohmann::json now = state_kv()["sft_data"];
-  if (saved != now)
-    log::warn(
-        "sft: the checkpoint was written for data {} and this run has {}: the resumed steps draw other rows "
-        "than an uninterrupted run would",
-        saved.dump(), now.dump());
+  impl_->batches.warn_if_changed(kv.value("sft_data", nlohmann::json::object()), "sft");
 }
 
 }  // namespace roll::pipeline

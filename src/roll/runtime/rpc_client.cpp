@@ -139,6 +139,11 @@ void RpcClient::fail_all(const std::string& reason) {
   for (auto& [id, p] : failing) p.fail(impl_->describe(p.method) + " failed: " + reason);
 }
 
+bool RpcClient::failed() const {
+  std::lock_guard<std::mutex> g(impl_->mu);
+  return !impl_->failed.empty();
+}
+
 const std::string& RpcClient::peer() const { return impl_->peer; }
 
 size_t RpcClient::pending() const {

@@ -29,7 +29,9 @@ class RpcClient {
   // call() and wait; a timeout is a roll::Error naming the peer, the method and the time.
   Payload call_sync(const std::string& method, Payload args, std::chrono::milliseconds timeout);
 
+  // Fails every pending call with `reason`; later calls fail at once without being sent.
   void fail_all(const std::string& reason);
+  bool failed() const;  // fail_all was called: nothing more reaches the peer
   const std::string& peer() const;
   size_t pending() const;
 

@@ -34,12 +34,12 @@ struct DistillTrainer::Impl {
   struct Sums {
     at::Tensor ce, kd;  // summed over the trained positions of the rows
   };
-  // The rows `idx` of the batch: their cross-entropy and divergence sums.
-  Sums sums(const Batch& batch, const ForwardInputs& in, const at::Tensor& labels, const at::Tensor& idx) {
+  // The batch's `rows`: their cross-entropy and divergence sums.
+  Sums sums(const Batch& batch, const ForwardInputs& in, const at::Tensor& labels, const std::vector<int64_t>& rows) {
+    const at::Tensor idx = row_index(rows);
     const at::Tensor l = labels.index_select(0, idx);
     const at::Tensor where = l != kIgnoreIndex;
-    const ForwardInputs part{in.input_ids.index_select(0, idx), in.attention_mask.index_select(0, idx),
-                             in.position_ids.index_select(0, idx)};
+    const ForwardInputs part = in.select(rows);
     const at::Tensor logits = strategy->logits_at(part.input_ids, part.attention_mask, part.position_ids, where);
     const at::Tensor targets = l.index({where});
     Sums s;
@@ -53,12 +53,6 @@ struct DistillTrainer::Impl {
     return s;
   }
 };
-
-namespace {
-
-at::Tensor index_of(const std::vector<int64_t>& rows) { return at::tensor(rows, at::TensorOptions().dtype(at::kLong)); }
-
-}  // namespace
 
 DistillTrainer::DistillTrainer(const config::PipelineConfig& pipeline, const config::WorkerConfig& worker,
                                const std::string& model_dir, int rank, int world_size,
@@ -102,12 +96,12 @@ Batch DistillTrainer::train_step(const Batch& batch) {
   for (const train::MiniBatchPlan& mini : plan) {
     std::vector<int64_t> rows;
     for (const auto& micro : mini.micro_batches) rows.insert(rows.end(), micro.begin(), micro.end());
-    const double local = (labels.index_select(0, index_of(rows)) != kIgnoreIndex).sum().item<double>();
+    const double local = (labels.index_select(0, row_index(rows)) != kIgnoreIndex).sum().item<double>();
     const double tokens = std::max(1.0, dp_sum({local}, s.norm_group.get())[0]);
     const int64_t n = static_cast<int64_t>(mini.micro_batches.size());
     const double scale = rl::loss_scale_factor(n, s.world);
     train::StepStats st = s.strategy->train_step(n, [&](int64_t i) {
-      const Impl::Sums sum = s.sums(batch, in, labels, index_of(mini.micro_batches[static_cast<size_t>(i)]));
+      const Impl::Sums sum = s.sums(batch, in, labels, mini.micro_batches[static_cast<size_t>(i)]);
       const at::Tensor loss = ((1.0 - s.weight) * sum.ce + s.weight * sum.kd) / tokens;
       metrics.add("train/loss@sum", loss.item<double>());
       metrics.add("train/train_student_loss@sum", sum.ce.item<double>() / tokens);
@@ -134,7 +128,7 @@ Batch DistillTrainer::val_step(const Batch& batch) {
   at::NoGradGuard no_grad;
   rl::MetricMap metrics;
   for (const auto& micro : fixed_micro_batches(batch.size(), s.infer_batch_size).micro_batches) {
-    const Impl::Sums sum = s.sums(batch, in, labels, index_of(micro));
+    const Impl::Sums sum = s.sums(batch, in, labels, micro);
     metrics.add(role + "/val_loss@sum", sum.ce.item<double>() / tokens);
     metrics.add(role + "/val_distill_loss@sum", sum.kd.item<double>() / tokens);
   }

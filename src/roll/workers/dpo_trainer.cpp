@@ -22,7 +22,6 @@
 namespace roll::workers {
 namespace {
 
-at::Tensor index_of(const std::vector<int64_t>& rows) { return at::tensor(rows, at::TensorOptions().dtype(at::kLong)); }
 
 // Rows come in pairs (chosen, rejected): a slice of rows must start on a pair and hold whole ones.
 void check_whole_pairs(const std::vector<int64_t>& rows, const std::string& role, const char* what) {
@@ -54,10 +53,10 @@ struct DpoTrainer::Impl {
   }
 
   // The DPO loss of the pairs in `rows` (whole pairs, batch order).
-  rl::DpoLoss pair_loss(const ForwardInputs& in, const at::Tensor& m, const at::Tensor& ref, const at::Tensor& idx) {
-    const at::Tensor policy = sequence_log_probs(in.select(std::vector<int64_t>(idx.data_ptr<int64_t>(),
-                                                                                idx.data_ptr<int64_t>() + idx.numel())),
-                                                 m.index_select(0, idx));
+  rl::DpoLoss pair_loss(const ForwardInputs& in, const at::Tensor& m, const at::Tensor& ref,
+                        const std::vector<int64_t>& rows) {
+    const at::Tensor idx = row_index(rows);
+    const at::Tensor policy = sequence_log_probs(in.select(rows), m.index_select(0, idx));
     const at::Tensor reference = ref.index_select(0, idx).to(policy.scalar_type());
     return rl::dpo_loss(policy.slice(0, 0, policy.size(0), 2), policy.slice(0, 1, policy.size(0), 2),
                         reference.slice(0, 0, reference.size(0), 2), reference.slice(0, 1, reference.size(0), 2), loss);
@@ -125,7 +124,7 @@ Batch DpoTrainer::train_step(const Batch& batch) {
     // The backend divides by the micro-batches and averages over DP (rl::loss_scale_factor).
     const double scale = rl::loss_scale_factor(n, s.world);
     train::StepStats st = s.strategy->train_step(n, [&](int64_t i) {
-      const rl::DpoLoss l = s.pair_loss(in, m, ref, index_of(mini.micro_batches[static_cast<size_t>(i)]));
+      const rl::DpoLoss l = s.pair_loss(in, m, ref, mini.micro_batches[static_cast<size_t>(i)]);
       add_pair_metrics(metrics, "actor/", l);
       return l.losses.sum() / pairs * scale;
     });
@@ -149,7 +148,7 @@ Batch DpoTrainer::val_step(const Batch& batch) {
   rl::MetricMap metrics;
   for (const auto& micro : fixed_micro_batches(batch.size(), s.infer_batch_size).micro_batches) {
     check_whole_pairs(micro, role, "validation micro-batch");
-    add_pair_metrics(metrics, "actor/", s.pair_loss(in, m, ref, index_of(micro)));
+    add_pair_metrics(metrics, "actor/", s.pair_loss(in, m, ref, micro));
   }
   Batch out;
   out.meta["metrics"] = metrics_to_json(metrics);

@@ -28,8 +28,12 @@ ForwardInputs ForwardInputs::select(const std::vector<int64_t>& rows) const {
   bool contiguous = !rows.empty();
   for (size_t i = 1; i < rows.size() && contiguous; ++i) contiguous = rows[i] == rows[i - 1] + 1;
   if (contiguous) return this->rows(rows.front(), rows.back() + 1);
-  const at::Tensor idx = at::tensor(rows, at::TensorOptions().dtype(at::kLong));
+  const at::Tensor idx = row_index(rows);
   return {input_ids.index_select(0, idx), attention_mask.index_select(0, idx), position_ids.index_select(0, idx)};
+}
+
+at::Tensor row_index(const std::vector<int64_t>& rows) {
+  return at::tensor(rows, at::TensorOptions().dtype(at::kLong));
 }
 
 ForwardInputs forward_inputs(const Batch& batch, const std::string& role) {

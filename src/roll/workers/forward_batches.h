@@ -27,6 +27,8 @@ struct ForwardInputs {
   ForwardInputs select(const std::vector<int64_t>& rows) const;  // views when the rows are contiguous
 };
 ForwardInputs forward_inputs(const Batch& batch, const std::string& role);
+// Row numbers as an int64 index tensor (index_select over a batch's rows).
+at::Tensor row_index(const std::vector<int64_t>& rows);
 
 // [B, S-1] mask of the per-token grid: response_mask[:, 1:] (ROLL's `m`), or attention_mask[:, 1:]
 // when the batch has no response_mask (prompt-only batches). Float.

@@ -52,7 +52,6 @@ ForwardInputs select_rows(const ForwardInputs& in, const at::Tensor& idx) {
           in.position_ids.index_select(0, idx)};
 }
 
-at::Tensor index_of(const std::vector<int64_t>& rows) { return at::tensor(rows, at::TensorOptions().dtype(at::kLong)); }
 
 }  // namespace
 
@@ -120,12 +119,12 @@ Batch SftTrainer::train_step(const Batch& batch) {
     // The normaliser of this backward mini-batch: its label tokens over all ranks (at least 1).
     std::vector<int64_t> rows;
     for (const auto& micro : mini.micro_batches) rows.insert(rows.end(), micro.begin(), micro.end());
-    const double local = m.index_select(0, index_of(rows)).sum().item<double>();
+    const double local = m.index_select(0, row_index(rows)).sum().item<double>();
     const double tokens = std::max(1.0, dp_sum({local}, s.norm_group.get())[0]);
     const int64_t n = static_cast<int64_t>(mini.micro_batches.size());
     const double scale = s.apply_loss_scale ? rl::loss_scale_factor(n, s.world) : 1.0;
     train::StepStats st = s.strategy->train_step(n, [&](int64_t i) {
-      const at::Tensor idx = index_of(mini.micro_batches[static_cast<size_t>(i)]);
+      const at::Tensor idx = row_index(mini.micro_batches[static_cast<size_t>(i)]);
       at::Tensor loss = s.summed_nll(select_rows(in, idx), m.index_select(0, idx)) / tokens;
       metrics.add(role + "/loss@sum", loss.item<double>());
       return loss * scale;
