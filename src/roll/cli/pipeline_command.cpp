@@ -40,6 +40,7 @@ struct PipelineCliOptions {
   std::optional<int> dashboard_port;  // else DASHBOARD_PORT, else a `roll start` head's, else 8265
   double watchdog_min_s = 120;
   double watchdog_factor = 5;
+  bool pure_opd = false;  // `roll opd`: ROLL's on-policy distillation launcher
 };
 
 // --dashboard-port, else DASHBOARD_PORT (the seed's variable), else `fallback`.
@@ -143,8 +144,13 @@ int run_on_cluster(config::PipelineKind kind, config::LoadedConfig loaded, const
 }
 
 int run_pipeline(config::PipelineKind kind, const PipelineCliOptions& o) {
-  const config::LoadRequest req = o.config.load_request(kind);
+  config::LoadRequest req = o.config.load_request(kind);
+  if (o.pure_opd) {  // the RLVR or agentic pipeline, as pure_opd_pipeline_type says
+    req.kind.reset();
+    req.pure_opd = true;
+  }
   auto loaded = config::load_config(req);
+  kind = loaded.config.kind;
   for (const auto& w : loaded.warnings) log::warn("{}", w.message);
   runtime::install_driver_signal_handling();
   pipeline::PipelineOptions po;
@@ -173,8 +179,10 @@ int run_pipeline(config::PipelineKind kind, const PipelineCliOptions& o) {
   return run_job(kind, std::move(loaded), req, po);
 }
 
-void add_pipeline_command(CLI::App& app, const char* name, config::PipelineKind kind, const char* help) {
+void add_pipeline_command(CLI::App& app, const char* name, config::PipelineKind kind, const char* help,
+                          bool pure_opd = false) {
   auto opts = std::make_shared<PipelineCliOptions>();
+  opts->pure_opd = pure_opd;
   auto* cmd = app.add_subcommand(name, help);
   add_config_options(*cmd, opts->config);
   cmd->add_flag("--quiet-workers", opts->quiet_workers, "Do not copy worker output to this terminal (it stays in the log files)");
@@ -217,6 +225,10 @@ void register_pipelines(CLI::App& app) {
                        "Run ROLL's DPO pipeline (preference pairs against a frozen reference) as configured");
   add_pipeline_command(app, "distill", config::PipelineKind::distill,
                        "Run ROLL's logit-distillation pipeline (a student trained on a teacher's top-k logits) as configured");
+  add_pipeline_command(app, "opd", config::PipelineKind::rlvr,
+                       "Run ROLL's on-policy distillation (student_train/student_infer/teacher: the student samples, "
+                       "the teachers score each token) on the RLVR pipeline, or the agentic one by pure_opd_pipeline_type",
+                       true);
 }
 
 }  // namespace roll::cli

@@ -10,6 +10,7 @@
 #include "roll/cli/config_options.h"
 #include "roll/config/load.h"
 #include "roll/config/model_path.h"
+#include "roll/config/opd.h"
 #include "roll/config/placement.h"
 #include "roll/config/reader.h"
 #include "roll/config/slot_usage.h"
@@ -69,6 +70,9 @@ void warn_missing_paths(const config::PipelineConfig& c, std::vector<std::string
   if (c.actor_infer.model_args.model_name_or_path != c.actor_train.model_args.model_name_or_path)
     model("actor_infer.model_args.model_name_or_path", c.actor_infer.model_args.model_name_or_path);
   if (c.adv_estimator == "gae") model("critic.model_args.model_name_or_path", c.critic.model_args.model_name_or_path);
+  for (size_t i = 0; i < c.opd_teachers.size(); ++i)
+    model(config::opd_teacher_key(c, i) + ".model_args.model_name_or_path",
+          c.opd_teachers[i].second.model_args.model_name_or_path);
   data("actor_train.data_args.file_name", c.actor_train.data_args);
   if (c.validation) data("validation.data_args.file_name", c.validation->data_args);
 }
@@ -81,7 +85,8 @@ void run(const ValidateOptions& o) {
     else if (o.pipeline == "sft") req.kind = config::PipelineKind::sft;
     else if (o.pipeline == "dpo") req.kind = config::PipelineKind::dpo;
     else if (o.pipeline == "distill") req.kind = config::PipelineKind::distill;
-    else throw ConfigError("", fmt::format("--pipeline '{}': expected rlvr, agentic, sft, dpo or distill", o.pipeline));
+    else if (o.pipeline == "opd") req.pure_opd = true;
+    else throw ConfigError("", fmt::format("--pipeline '{}': expected rlvr, agentic, sft, dpo, distill or opd", o.pipeline));
   }
   auto loaded = config::load_config(req);
   auto plan = config::make_placement_plan(loaded.config, loaded.platform);
@@ -146,7 +151,7 @@ void register_validate(CLI::App& app) {
   auto opts = std::make_shared<ValidateOptions>();
   auto* cmd = app.add_subcommand("validate", "Check a ROLL config and print the resolved config and placement plan");
   add_config_options(*cmd, opts->config);
-  cmd->add_option("--pipeline", opts->pipeline, "rlvr, agentic, sft, dpo or distill (default: detected from the keys)");
+  cmd->add_option("--pipeline", opts->pipeline, "rlvr, agentic, sft, dpo, distill or opd (default: detected from the keys)");
   cmd->add_flag("--show-env", opts->show_env, "Print every worker's environment variables");
   cmd->add_flag("-q,--quiet", opts->quiet, "Print only the placement and memory plans");
   cmd->add_flag("--json", opts->json, "Print the memory plan as JSON (with the warnings)");

@@ -12,6 +12,7 @@
 #include "roll/config/load.h"
 #include "roll/config/lora_target.h"
 #include "roll/config/model_arch.h"
+#include "roll/config/opd.h"
 #include "roll/config/token_budget_rule.h"
 #include "roll/config/tracker_names.h"
 #include "roll/core/cpu_features.h"
@@ -470,9 +471,6 @@ void derive_common(Ctx& x) {
     x.error("generate_opt_level", fmt::format("must be 0 or 1, got {}", c.generate_opt_level));
   if (c.transfer_backend && !c.transfer_backend->is_null())
     x.error("transfer_backend", "remote batch transfer is not supported in rollcpp yet; see docs/known-gaps.md");
-  if (c.is_pure_opd || c.use_opd)
-    x.error(c.is_pure_opd ? "is_pure_opd" : "use_opd",
-            "on-policy distillation is not supported in rollcpp yet; see docs/known-gaps.md");
   if (c.rollout_mock && c.rollout_mock->is_map()) {
     NodePtr en = c.rollout_mock->get("enable");
     if (en && en->is_scalar() && (en->text() == "true" || en->text() == "True"))
@@ -481,6 +479,35 @@ void derive_common(Ctx& x) {
   // Quirk 6 fixed: checkpoint_config.output_dir gets no timestamp suffix, so
   // resume_from_checkpoint: true finds the newest checkpoint (docs/compat.md).
   if (!c.checkpoint_config || c.checkpoint_config->is_null()) c.checkpoint_config = Node::map();
+}
+
+// On-policy distillation (config/opd.h, docs/opd.md), before the RL keys are checked: pure OPD
+// learns from the teachers' KL alone, so ROLL fixes gamma 0 (a per-token penalty, not a return),
+// the reinforce estimator, no critic warm-up and no KL loss or KL reward. The first teacher is
+// the reference (ROLL's `self.reference`); each teacher's opd_kl_coef defaults to 1.
+void derive_opd(Ctx& x) {
+  PipelineConfig& c = x.c;
+  if (!opd_enabled(c)) return;
+  if (c.kind != PipelineKind::rlvr)
+    x.error(c.is_pure_opd ? "pure_opd_pipeline_type" : "use_opd",
+            "on-policy distillation runs on the RLVR pipeline in rollcpp; the agentic one is not built "
+            "(docs/known-gaps.md)");
+  if (c.opd_teachers.empty()) return;  // the loader named the missing teacher
+  if (c.is_pure_opd) {
+    c.gamma = 0;
+    c.adv_estimator = "reinforce";
+    c.critic_warmup = 0;
+    c.use_kl_loss = false;
+    c.add_token_level_kl = false;
+  }
+  c.enable_reference = true;
+  for (size_t i = 0; i < c.opd_teachers.size(); ++i) {
+    WorkerConfig& t = c.opd_teachers[i].second;
+    if (!t.opd_kl_coef) t.opd_kl_coef = 1.0;
+    if (!t.model_args.model_name_or_path)
+      x.error(opd_teacher_key(c, i) + ".model_args.model_name_or_path", "a teacher needs its model");
+  }
+  c.reference = c.opd_teachers.front().second;
 }
 
 void derive_ppo(Ctx& x) {
@@ -1054,11 +1081,21 @@ void derive_and_check(PipelineConfig& c, const NodePtr& resolved, Platform platf
     return;
   }
 
+  derive_opd(x);
   derive_ppo(x);
   const bool critic_started = c.adv_estimator == "gae";
   derive_worker(x, "actor_train", c.actor_train, true);
   derive_worker(x, "actor_infer", c.actor_infer, true);
-  if (reference_from_actor(c)) {
+  if (!c.opd_teachers.empty()) {
+    for (size_t i = 0; i < c.opd_teachers.size(); ++i) {
+      const std::string key = opd_teacher_key(c, i);
+      WorkerConfig& t = c.opd_teachers[i].second;
+      derive_worker(x, key, t, true);
+      check_platform_strategy(x, key, t);
+      check_model_role(x, key, t);
+    }
+    c.reference = c.opd_teachers.front().second;
+  } else if (reference_from_actor(c)) {
     if (x.has("reference"))
       x.warn("reference", "ignored under LoRA (actor_train.model_args.lora_target): actor_train computes the "
                           "reference log-probs with its adapters disabled, as ROLL does");
@@ -1081,7 +1118,7 @@ void derive_and_check(PipelineConfig& c, const NodePtr& resolved, Platform platf
                             : std::string(role) == "reference"   ? c.reference
                                                                  : c.critic;
     if (std::string(role) == "critic" && !critic_started) continue;
-    if (std::string(role) == "reference" && !c.enable_reference) continue;
+    if (std::string(role) == "reference" && (!c.enable_reference || !c.opd_teachers.empty())) continue;
     check_platform_strategy(x, role, w);
     check_model_role(x, role, w);
   }
@@ -1124,6 +1161,7 @@ void derive_and_check(PipelineConfig& c, const NodePtr& resolved, Platform platf
   scan(c.actor_train);
   scan(c.actor_infer);
   if (c.enable_reference) scan(c.reference);
+  for (const auto& [name, t] : c.opd_teachers) scan(t);
   if (critic_started) scan(c.critic);
   for (const auto& [d, r] : c.rewards) scan(r.worker);
   if (c.reward_model) scan(*c.reward_model);

@@ -16,7 +16,6 @@ constexpr std::string_view kMedia = "no image, video or audio input in rollcpp";
 constexpr std::string_view kPacking = "sequence packing is not implemented";
 constexpr std::string_view kApiJudge = "API judges are refused (judge_model_type: api)";
 constexpr std::string_view kProfiler = "no profiler in rollcpp";
-constexpr std::string_view kDistill = "distillation is not supported in rollcpp";
 constexpr std::string_view kLegacyTopr = "ROLL's legacy TOPR switch; use pg_variant: topr with topr_*_weight";
 
 // One entry per key, grouped per struct in visit order. A consumed key names the file that
@@ -162,7 +161,7 @@ constexpr KeyEntry kRegistry[] = {
     ignored("WorkerConfig.router_replay", "no MoE models, so no router replay"),
     consumed("WorkerConfig.apply_loss_scale", "src/roll/workers/actor_trainer.cpp"),
     ignored("WorkerConfig.mtp_training_mode", "no multi-token-prediction training"),
-    ignored("WorkerConfig.opd_kl_coef", kDistill),
+    consumed("WorkerConfig.opd_kl_coef", "src/roll/pipeline/opd_scoring.cpp"),
     consumed("WorkerConfig.tag_included", "src/roll/pipeline/data/rlvr_data.cpp"),
     ignored("WorkerConfig.checkpoint_config", "checkpoints are written under the top-level output_dir"),
     consumed("WorkerConfig.tis_lower_bound", "src/roll/workers/loss_params_from_config.cpp"),
@@ -339,15 +338,15 @@ constexpr KeyEntry kRegistry[] = {
     consumed("PipelineConfig.force_disable_old_logprobs_recompute", "src/roll/config/derive.cpp"),
     consumed("PipelineConfig.train_infer_correction", "src/roll/workers/loss_params_from_config.cpp"),
     consumed("PipelineConfig.overlong_reward", "src/roll/pipeline/agentic_rewards.cpp"),
-    consumed("PipelineConfig.is_pure_opd", "src/roll/config/derive.cpp"),  // refused
-    consumed("PipelineConfig.use_opd", "src/roll/config/derive.cpp"),      // refused
+    consumed("PipelineConfig.is_pure_opd", "src/roll/config/derive.cpp"),
+    consumed("PipelineConfig.use_opd", "src/roll/config/derive.cpp"),
     ignored("PipelineConfig.l2", "no L2 term in the loss (use training_args.weight_decay)"),
     ignored("PipelineConfig.use_reward_scaling", "ROLL's legacy switch; use norm_mean_type and norm_std_type"),
     ignored("PipelineConfig.use_reward_norm", "ROLL's legacy switch; use norm_mean_type and norm_std_type"),
     ignored("PipelineConfig.add_len_reward", "no length reward in rollcpp"),
-    ignored("PipelineConfig.student_train", kDistill),
-    ignored("PipelineConfig.student_infer", kDistill),
-    ignored("PipelineConfig.pure_opd_pipeline_type", kDistill),
+    consumed("PipelineConfig.student_train", "src/roll/config/opd.cpp"),
+    consumed("PipelineConfig.student_infer", "src/roll/config/opd.cpp"),
+    consumed("PipelineConfig.pure_opd_pipeline_type", "src/roll/config/load.cpp"),
 
     // PipelineConfig: RLVRConfig
     consumed("PipelineConfig.global_template", "src/roll/pipeline/data/rlvr_data.cpp"),
@@ -524,6 +523,12 @@ const KeyEntry* find_key_entry(std::string_view struct_name, std::string_view ke
 std::vector<IgnoredKeySet> ignored_keys_set(const NodePtr& root) {
   std::vector<IgnoredKeySet> out;
   if (root && root->is_map()) IgnoredKeyFinder::walk<PipelineConfig>(root, "", out);
+  return out;
+}
+
+std::vector<IgnoredKeySet> ignored_worker_keys_set(const NodePtr& worker, const std::string& path) {
+  std::vector<IgnoredKeySet> out;
+  if (worker && worker->is_map()) IgnoredKeyFinder::walk<WorkerConfig>(worker, path, out);
   return out;
 }
 

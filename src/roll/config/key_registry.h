@@ -43,6 +43,8 @@ struct IgnoredKeySet {
 // Every ignored key that `root` (a composed and resolved config) sets to a value other than null,
 // in visiting order. Below an ignored nested key (e.g. env_monitor) nothing more is reported.
 std::vector<IgnoredKeySet> ignored_keys_set(const NodePtr& root);
+// The same for one worker's mapping written at `path` outside the typed tree (OPD's named teachers).
+std::vector<IgnoredKeySet> ignored_worker_keys_set(const NodePtr& worker, const std::string& path);
 
 // RewardConfig and EnvManagerConfig list WorkerConfig's keys as their own (`worker.visit(v)`); those
 // keys are registered once, under WorkerConfig.

@@ -7,6 +7,7 @@
 
 #include "roll/config/interpolate.h"
 #include "roll/config/key_registry.h"
+#include "roll/config/opd.h"
 #include "roll/config/reader.h"
 
 namespace roll::config {
@@ -26,8 +27,10 @@ PipelineKind detect_pipeline_kind(const NodePtr& root) {
   auto has = [&](const char* k) { return root->has(k); };
   if (has("sft_train")) return PipelineKind::sft;
   if (has("chosen_key") || has("rejected_key") || (has("beta") && has("ipo"))) return PipelineKind::dpo;
-  if (has("is_pure_opd") || has("student_train") || has("student_infer"))
-    throw NotSupportedError("ROLL's on-policy distillation pipeline (this config has student_train/is_pure_opd)");
+  if (is_pure_opd_tree(root)) {  // ROLL's OPD launcher: the RLVR pipeline unless pure_opd_pipeline_type says agentic
+    NodePtr type = root->get("pure_opd_pipeline_type");
+    return type && type->is_scalar() && type->text() == "agentic" ? PipelineKind::agentic : PipelineKind::rlvr;
+  }
   if (has("distill_loss_weight") || has("kd_objective") || has("teacher_pretrain") || has("student"))
     return PipelineKind::distill;
   if (has("custom_envs") || has("train_env_manager") || has("val_env_manager")) return PipelineKind::agentic;
@@ -45,8 +48,25 @@ LoadedConfig load_config(const LoadRequest& request) {
 
   Diagnostics diag;
   PipelineConfig& c = out.config;
+  if (request.pure_opd) out.resolved->set("is_pure_opd", Node::scalar("true"));
   c.kind = request.kind ? *request.kind : detect_pipeline_kind(out.resolved);
+  // On-policy distillation's roles become ROLL's RL roles before typing (config/opd.h).
+  std::vector<OpdTeacherNode> teachers;
+  if (c.kind == PipelineKind::rlvr || c.kind == PipelineKind::agentic) {
+    out.resolved = out.resolved->clone();
+    teachers = take_opd_roles(out.resolved, diag, request.pure_opd);
+  }
   read_pipeline_config(out.resolved, c, diag);
+  std::vector<IgnoredKeySet> ignored_in_teachers;
+  for (const auto& t : teachers) {
+    WorkerConfig w = c.teacher;
+    if (t.key != "teacher") {  // one of several named teachers, taken out of the tree
+      w = WorkerConfig{};
+      read_worker_config(t.node, t.key, w, diag);
+      for (auto& k : ignored_worker_keys_set(t.node, t.key)) ignored_in_teachers.push_back(std::move(k));
+    }
+    c.opd_teachers.emplace_back(t.name, std::move(w));
+  }
   if (!c.exp_name) c.exp_name = std::filesystem::path(request.compose.config_name).stem().string();
 
   // One warning listing every key ROLL would drop silently (docs/design.md section 4, quirk 5). Keys that
@@ -70,7 +90,9 @@ LoadedConfig load_config(const LoadRequest& request) {
   // One warning listing every key the config sets that rollcpp accepts but does not act on
   // (key_registry.h). Unlike unknown keys, those written in included files count too: the value
   // is dropped wherever it was written, and the user should know.
-  if (const auto ignored = ignored_keys_set(out.resolved); !ignored.empty()) {
+  std::vector<IgnoredKeySet> ignored = ignored_keys_set(out.resolved);
+  ignored.insert(ignored.end(), ignored_in_teachers.begin(), ignored_in_teachers.end());
+  if (!ignored.empty()) {
     std::string list;
     for (const auto& k : ignored)
       list += fmt::format("\n  {}{}: {}", k.path, k.where.empty() ? "" : " (" + k.where + ")", k.reason);

@@ -17,6 +17,7 @@ struct LoadRequest {
   std::optional<PipelineKind> kind;      // forced by `roll rlvr|agentic|sft`; else detected from the keys
   std::optional<Platform> platform;      // else default_platform()
   std::optional<int> devices_per_node;   // overrides num_gpus_per_node (docs/design.md section 4, quirk 1)
+  bool pure_opd = false;  // `roll opd`: is_pure_opd forced, as ROLL's OPD launcher does (config/opd.h)
 };
 
 struct LoadedConfig {
@@ -30,8 +31,8 @@ struct LoadedConfig {
 
 LoadedConfig load_config(const LoadRequest& request);
 
-// Detects rlvr / agentic / sft from the keys present; throws NotSupportedError for ROLL
-// pipelines rollcpp does not have (DPO, distillation, on-policy distillation).
+// Detects the pipeline from the keys present (an on-policy distillation config runs the RLVR
+// pipeline, or the agentic one by pure_opd_pipeline_type).
 PipelineKind detect_pipeline_kind(const NodePtr& resolved);
 
 // Derivation and checks on an already typed config (exposed for tests).

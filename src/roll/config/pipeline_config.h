@@ -35,9 +35,10 @@ struct PipelineConfig : BaseConfig, PPOConfig, RLVRConfig, AgenticConfig, SFTCon
 };
 
 // LoRA (actor_train.model_args.lora_target) as ROLL runs it: no reference cluster is started; the
-// reference log-probs come from actor_train with its adapters disabled (the frozen base).
+// reference log-probs come from actor_train with its adapters disabled (the frozen base). Not in
+// on-policy distillation, whose reference is the teacher.
 inline bool reference_from_actor(const PipelineConfig& c) {
-  return c.enable_reference && c.actor_train.model_args.lora_target.has_value();
+  return c.enable_reference && c.actor_train.model_args.lora_target.has_value() && c.opd_teachers.empty();
 }
 
 }  // namespace roll::config

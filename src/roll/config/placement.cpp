@@ -5,6 +5,7 @@
 #include <map>
 
 #include "roll/config/device_mapping.h"
+#include "roll/config/opd.h"
 
 namespace roll::config {
 namespace {
@@ -116,7 +117,10 @@ PlacementPlan make_placement_plan(const PipelineConfig& c, Platform platform) {
   }
   out.push_back(b.cluster("actor_train", c.actor_train, true, ""));
   out.push_back(b.cluster("actor_infer", c.actor_infer, true, ""));
-  if (reference_from_actor(c)) {
+  if (!c.opd_teachers.empty()) {
+    for (size_t i = 0; i < c.opd_teachers.size(); ++i)
+      out.push_back(b.cluster(opd_teacher_cluster(c, i), c.opd_teachers[i].second, true, ""));
+  } else if (reference_from_actor(c)) {
     if (c.reference.device_mapping)
       out.push_back(b.cluster("reference", c.reference, false,
                               "configured but not started: under LoRA actor_train computes the reference "

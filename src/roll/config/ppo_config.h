@@ -6,6 +6,7 @@
 #include <string>
 
 #include "roll/config/node.h"
+#include "roll/config/ordered.h"
 #include "roll/config/rl_config.h"
 #include "roll/config/worker_config.h"
 
@@ -48,8 +49,11 @@ struct PPOConfig {
   bool force_disable_old_logprobs_recompute = false;
   TrainInferCorrection train_infer_correction;
   OverlongRewardConfig overlong_reward;
-  bool is_pure_opd = false;
+  bool is_pure_opd = false;  // set by the loader for configs with student_train/student_infer (config/opd.h)
   bool use_opd = false;
+  // On-policy distillation's teachers in YAML order (config/opd.h): `teacher` as one worker
+  // ("default") or as a mapping of named workers. Filled by the loader, not by `visit`.
+  Ordered<WorkerConfig> opd_teachers;
 
   template <typename V>
   void visit(V& v) {

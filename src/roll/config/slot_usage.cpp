@@ -7,6 +7,8 @@
 #include <set>
 #include <utility>
 
+#include "roll/config/opd.h"
+
 namespace roll::config {
 namespace {
 
@@ -34,6 +36,7 @@ std::vector<PhaseSlots> phase_slot_usage(const PipelineConfig& config, const Pla
       {"train", {"actor_train", "critic"}},
   };
   if (config.enable_old_logprobs_recompute) phases[1].second.push_back("actor_train");
+  for (size_t i = 0; i < config.opd_teachers.size(); ++i) phases[1].second.push_back(opd_teacher_cluster(config, i));
 
   std::map<Slot, std::vector<std::string>> holders;
   std::map<std::string, std::set<Slot>> by_cluster;

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "roll/config/lora_target.h"
+#include "roll/config/opd.h"
 #include "roll/core/cpu_block_cache.h"
 #include "roll/core/error.h"
 #include "roll/core/process_memory.h"
@@ -401,7 +402,8 @@ MemoryPlan plan_memory(const config::PipelineConfig& c, const config::PlacementP
         ctx.trainer(parts, cluster.name, w, world, true, true);
       } else if (cluster.name == "actor_infer") {
         ctx.engine(parts, cluster.name, w, world, "generate");
-      } else if (cluster.name == "reference" || cluster.name == "reward_model") {
+      } else if (cluster.name == "reference" || cluster.name == "reward_model" ||
+                 config::opd_teacher_of(c, cluster.name)) {
         ctx.forward_only(parts, cluster.name, w);
       } else {
         // An LLM judge on devices: its own engine, busy while the rewards are computed.

@@ -11,6 +11,7 @@
 #include <ATen/ATen.h>
 
 #include "roll/config/node_json.h"
+#include "roll/config/opd.h"
 #include "roll/config/reader.h"
 #include "roll/core/error.h"
 #include "roll/core/log.h"
@@ -18,6 +19,7 @@
 #include "roll/monitor/dashboard_server.h"
 #include "roll/monitor/run_board.h"
 #include "roll/monitor/run_record.h"
+#include "roll/pipeline/opd_scoring.h"
 #include "roll/pipeline/resume_config.h"
 #include "roll/pipeline/step_profile.h"
 #include "roll/pipeline/train_infer_step.h"
@@ -38,6 +40,11 @@ std::string role_of_cluster(const std::string& cluster) {
   if (cluster == "train_env" || cluster == "val_env") return "env_manager";
   if (cluster == "reward_model" || cluster == "reward") return "actor_infer";
   return cluster;  // actor_train, actor_infer, reference, critic, sft_train
+}
+
+std::string PipelineBase::role_of(const std::string& cluster) const {
+  if (config::opd_teacher_of(config(), cluster)) return "reference";
+  return role_of_cluster(cluster);
 }
 
 PipelineBase::PipelineBase(config::LoadedConfig loaded, config::LoadRequest request, PipelineOptions options)
@@ -260,6 +267,9 @@ Metrics PipelineBase::compute_log_probs_and_values(Batch& batch) {
   } else if (auto* ref = find_cluster("reference")) {
     ref_f = ref->call(workers::rpc::kComputeLogProbs, runtime::Dispatch::dp_mp_compute, runtime::Payload(forward));
   }
+  std::optional<OpdScoring> opd;  // on-policy distillation: the teachers are the reference
+  if (!config().opd_teachers.empty())
+    opd.emplace(config(), batch, [this](const std::string& name) -> runtime::Cluster& { return cluster(name); });
   if (config().enable_old_logprobs_recompute)
     old_f = cluster("actor_train")
                 .call(workers::rpc::kComputeLogProbs, runtime::Dispatch::dp_mp_compute, runtime::Payload(forward));
@@ -280,9 +290,14 @@ Metrics PipelineBase::compute_log_probs_and_values(Batch& batch) {
     }
   }
   batch.set_tensor("old_log_probs", old_lp);
+  if (opd) {
+    for (auto& [k, v] : opd->finish(batch, merge_metrics)) m[k] = v;
+  }
   // Without a reference, ROLL measures the KL against the old policy; without a recomputed old policy
   // either there is nothing to measure against (zeros would read as a KL of 10 after the k3 clamp).
-  if (ref_f) {
+  if (opd) {
+    // OpdScoring::finish set the teachers' log-probs as ref_log_probs.
+  } else if (ref_f) {
     runtime::Payload r = ref_f->get();
     merge_metrics(r, ref_from + "." + workers::rpc::kComputeLogProbs);
     batch.set_tensor("ref_log_probs", r.batch->tensor("log_probs"));

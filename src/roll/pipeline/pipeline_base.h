@@ -87,8 +87,8 @@ class PipelineBase {
   // What the step's progress line shows after the rate (the step's headline metrics).
   virtual std::string progress_postfix(const Metrics& step_metrics) const;
   // The runtime role a cluster of this pipeline runs (role_of_cluster unless a pipeline's workers
-  // differ, as DPO's actor_train).
-  virtual std::string role_of(const std::string& cluster) const { return role_of_cluster(cluster); }
+  // differ, as DPO's actor_train; on-policy distillation's teachers run the reference role).
+  virtual std::string role_of(const std::string& cluster) const;
 
   runtime::Cluster& cluster(const std::string& name);
   runtime::Cluster* find_cluster(const std::string& name);

@@ -92,6 +92,10 @@ rl::MetricMap token_rewards_and_advantages(Batch& b, const at::Tensor& response_
   ai.token_level_rewards = tok.token_level_rewards;
   ai.mask = advantage_mask;
   if (b.has_tensor("values")) ai.values = b.tensor("values");
+  if (b.has_tensor("opd_penalty")) {  // on-policy distillation (docs/opd.md)
+    ai.opd_penalty = b.tensor("opd_penalty");
+    ai.pure_opd = c.is_pure_opd;
+  }
   rl::AdvantageResult adv = rl::compute_advantage(ai, ap);
   out.merge(adv.metrics);
   b.set_tensor("token_level_rewards", adv.token_level_rewards);

@@ -14,6 +14,7 @@ nlohmann::json config_request_to_json(const config::LoadRequest& r) {
   if (r.kind) j["kind"] = config::pipeline_kind_name(*r.kind);
   if (r.platform) j["platform"] = config::platform_rules(*r.platform).name;
   if (r.devices_per_node) j["devices_per_node"] = *r.devices_per_node;
+  if (r.pure_opd) j["pure_opd"] = true;
   return j;
 }
 
@@ -30,6 +31,7 @@ config::LoadRequest config_request_from_json(const nlohmann::json& j) {
   }
   if (j.contains("platform")) r.platform = config::parse_platform(j["platform"].get<std::string>());
   if (j.contains("devices_per_node")) r.devices_per_node = json_integer<int>(j["devices_per_node"], "devices_per_node");
+  r.pure_opd = j.value("pure_opd", false);
   return r;
 }
 

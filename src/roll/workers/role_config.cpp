@@ -1,12 +1,14 @@
 #include "roll/workers/role_config.h"
 
 #include "roll/config/model_path.h"
+#include "roll/config/opd.h"
 #include "roll/core/error.h"
 #include "roll/runtime/role.h"
 
 namespace roll::workers {
 
 const config::WorkerConfig& worker_config_of(const config::PipelineConfig& c, const std::string& cluster) {
+  if (const config::WorkerConfig* teacher = config::opd_teacher_of(c, cluster)) return *teacher;
   if (cluster == "actor_train") return c.actor_train;
   if (cluster == "actor_infer") return c.actor_infer;
   if (cluster == "reference") return c.reference;

@@ -28,6 +28,9 @@ PromptEncodingOptions rlvr_encoding_options(const config::PipelineConfig& c) {
   o.prompt_length = c.prompt_length;
   for (const auto& [domain, reward] : c.rewards)
     for (const auto& tag : reward.worker.tag_included) o.tag_to_domain.emplace(tag, domain);
+  // On-policy distillation, as ROLL: a teacher's tag that no reward covers is a domain of its own.
+  for (const auto& [name, teacher] : c.opd_teachers)
+    for (const auto& tag : teacher.tag_included) o.tag_to_domain.emplace(tag, tag);
   return o;
 }
 
