@@ -185,6 +185,10 @@ TEST(ConfigOpd, ConflictsNameTheirKey) {
   EXPECT_NE(error_with(with_teachers(kTeachers), {"~teacher.teacher_14B.model_args"})
                 .find("teacher.teacher_14B.model_args.model_name_or_path"),
             std::string::npos);
+  // The student's own problems name the key the file wrote, not the role it runs as.
+  const std::string batch = error_with(kSingle, {"student_train.training_args.per_device_train_batch_size=0"});
+  EXPECT_NE(batch.find("student_train.training_args.per_device_train_batch_size"), std::string::npos) << batch;
+  EXPECT_EQ(batch.find("actor_train"), std::string::npos) << batch;
   std::string mixed_with_reference = roll::testing::kRlvrConfig;
   mixed_with_reference += "use_opd: true\nteacher: {model_args: {model_name_or_path: /t}}\n";
   EXPECT_NE(error_with(mixed_with_reference).find("reference"), std::string::npos);

@@ -52,9 +52,10 @@ LoadedConfig load_config(const LoadRequest& request) {
   c.kind = request.kind ? *request.kind : detect_pipeline_kind(out.resolved);
   // On-policy distillation's roles become ROLL's RL roles before typing (config/opd.h).
   std::vector<OpdTeacherNode> teachers;
+  Diagnostics opd_roles;
   if (c.kind == PipelineKind::rlvr || c.kind == PipelineKind::agentic) {
     out.resolved = out.resolved->clone();
-    teachers = take_opd_roles(out.resolved, diag, request.pure_opd);
+    teachers = take_opd_roles(out.resolved, opd_roles, request.pure_opd);
   }
   read_pipeline_config(out.resolved, c, diag);
   std::vector<IgnoredKeySet> ignored_in_teachers;
@@ -67,6 +68,10 @@ LoadedConfig load_config(const LoadRequest& request) {
     }
     c.opd_teachers.emplace_back(t.name, std::move(w));
   }
+  // A pure OPD config's problems name the roles as the user wrote them (student_train, not actor_train).
+  const bool student_roles = c.is_pure_opd;
+  if (student_roles) diag = with_student_roles(diag);
+  for (const auto& e : opd_roles.errors()) diag.error(e.key, e.message);
   if (!c.exp_name) c.exp_name = std::filesystem::path(request.compose.config_name).stem().string();
 
   // One warning listing every key ROLL would drop silently (docs/design.md section 4, quirk 5). Keys that
@@ -91,6 +96,8 @@ LoadedConfig load_config(const LoadRequest& request) {
   // (key_registry.h). Unlike unknown keys, those written in included files count too: the value
   // is dropped wherever it was written, and the user should know.
   std::vector<IgnoredKeySet> ignored = ignored_keys_set(out.resolved);
+  if (student_roles)
+    for (auto& k : ignored) k.path = with_student_roles(k.path);
   ignored.insert(ignored.end(), ignored_in_teachers.begin(), ignored_in_teachers.end());
   if (!ignored.empty()) {
     std::string list;
@@ -100,8 +107,11 @@ LoadedConfig load_config(const LoadRequest& request) {
         {"", fmt::format("{} key(s) accepted and ignored (no effect in rollcpp):{}", ignored.size(), list)});
   }
   diag.throw_if_errors();  // type errors make derivation meaningless
-  derive_and_check(c, out.resolved, out.platform, request.devices_per_node, diag);
-  for (const auto& w : diag.warnings()) out.warnings.push_back(w);
+  Diagnostics derived;
+  derive_and_check(c, out.resolved, out.platform, request.devices_per_node, derived);
+  if (student_roles) derived = with_student_roles(derived);
+  for (const auto& w : derived.warnings()) out.warnings.push_back(w);
+  for (const auto& e : derived.errors()) diag.error(e.key, e.message);
   diag.throw_if_errors();
   return out;
 }

@@ -1,5 +1,7 @@
 #include "roll/config/opd.h"
 
+#include <cstring>
+
 #include "roll/config/key_registry.h"
 
 namespace roll::config {
@@ -67,6 +69,22 @@ std::vector<OpdTeacherNode> take_opd_roles(const NodePtr& root, Diagnostics& dia
   } else {
     out.push_back({"default", "teacher", teacher});
   }
+  return out;
+}
+
+std::string with_student_roles(std::string text) {
+  for (auto [from, to] : {std::pair{"actor_train", "student_train"}, {"actor_infer", "student_infer"}})
+    for (size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + std::strlen(to)))
+      text.replace(at, std::strlen(from), to);
+  return text;
+}
+
+Diagnostics with_student_roles(const Diagnostics& diag) {
+  auto rename = [](const std::string& text) { return with_student_roles(text); };
+  Diagnostics out;
+  for (const auto& e : diag.errors()) out.error(rename(e.key), rename(e.message));
+  for (const auto& w : diag.warnings()) out.warn(rename(w.key), rename(w.message));
+  for (const auto& u : diag.unknown_keys()) out.unknown_key(rename(u.key), u.message);
   return out;
 }
 

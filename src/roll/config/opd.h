@@ -33,6 +33,11 @@ bool is_pure_opd_tree(const NodePtr& root);
 // `force_pure`: is_pure_opd whatever the tree says (`roll opd`).
 std::vector<OpdTeacherNode> take_opd_roles(const NodePtr& root, Diagnostics& diag, bool force_pure = false);
 
+// `text` (or every key and message of `diag`) with actor_train / actor_infer named student_train /
+// student_infer: the roles a pure OPD config wrote, which it runs as the RL roles.
+std::string with_student_roles(std::string text);
+Diagnostics with_student_roles(const Diagnostics& diag);
+
 bool opd_enabled(const PipelineConfig& c);
 
 // The cluster that runs OPD teacher `i`: "teacher" for a single teacher, else "teacher-<name>", as ROLL
