@@ -3,6 +3,8 @@
 // beyond).
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
+
+#include <cmath>
 #include <torch/csrc/autograd/autograd.h>
 
 #include "roll/model/autograd_ops.h"
@@ -50,4 +52,46 @@ TEST(ModelAutogradOps, ChunkedLogProbsMatchFullLogitsOnBothBackwardPaths) {
     expect_close(got.hidden, ref.hidden, "hidden gradient");
     expect_close(got.weight, ref.weight, "weight gradient");
   }
+}
+
+// bf16 weights and hidden states (the log-softmax kept: one weight-gradient product over all rows)
+// against float64 autograd over the same bf16 values, u = 2^-9. The forward's logits are a bf16
+// product rounded once (|Δz| <= u·M, M = max|logit|), so log-softmax entries move by <= 2uM and
+// the log-probs stay within 4uM; p = exp(log-softmax) moves by <= p·4uM, and so does the logit
+// gradient g = gl·(onehot − p). Each gradient entry is a sum of products g·x whose g is rounded to
+// bf16 once (u) and which the GEMM accumulates in fp32 and rounds to bf16 once (u):
+// |got − ref| <= Σ (3u·|g| + 4uM·|gl|·p)·|x| (+ fp32 sums, far below), computed in float64.
+TEST(ModelAutogradOps, Bf16ChunkedGradientsAreWithinTheirRoundingOfFloat64) {
+  const int64_t rows = 12, hidden = 16, vocab = 97, chunk = 5;
+  at::manual_seed(7);
+  const at::Tensor h16 = at::randn({rows, hidden}, at::kDouble).to(at::kBFloat16);
+  const at::Tensor w16 = (at::randn({vocab, hidden}, at::kDouble) * 0.3).to(at::kBFloat16);
+  const at::Tensor targets = at::randint(0, vocab, {rows}, at::kLong);
+  const at::Tensor gl = at::rand({rows}, at::kDouble);
+
+  at::Tensor h = h16.clone().requires_grad_(true), w = w16.clone().requires_grad_(true);
+  auto [logp, ent] = roll::model::chunked_token_log_probs(h, w, targets, false, chunk);
+  (logp * gl.to(at::kFloat)).sum().backward();
+
+  at::Tensor hd = h16.to(at::kDouble).requires_grad_(true), wd = w16.to(at::kDouble).requires_grad_(true);
+  const at::Tensor logits = at::matmul(hd, wd.t());
+  const at::Tensor all = at::log_softmax(logits, -1);
+  const at::Tensor ref_logp = all.gather(1, targets.unsqueeze(1)).squeeze(1);
+  (ref_logp * gl).sum().backward();
+
+  const double u = std::ldexp(1.0, -9);
+  const double max_logit = logits.abs().max().item<double>();
+  EXPECT_LE((logp.to(at::kDouble) - ref_logp.detach()).abs().max().item<double>(), 4 * u * max_logit + 1e-6);
+  // d loss / d logits in float64, and the magnitude sums of both products.
+  const at::Tensor p = all.detach().exp();
+  at::Tensor g = -p * gl.unsqueeze(1);
+  g.scatter_add_(1, targets.unsqueeze(1), gl.unsqueeze(1));
+  const at::Tensor g_err = 3 * u * g.abs() + 4 * u * max_logit * p * gl.abs().unsqueeze(1);
+  const at::Tensor bound_w = at::matmul(g_err.t(), h16.to(at::kDouble).abs()) + 1e-7;
+  const at::Tensor bound_h = at::matmul(g_err, w16.to(at::kDouble).abs()) + 1e-7;
+  EXPECT_EQ(w.grad().scalar_type(), at::kBFloat16);
+  EXPECT_TRUE(((w.grad().to(at::kDouble) - wd.grad()).abs() <= bound_w).all().item<bool>())
+      << "weight gradient: worst excess " << ((w.grad().to(at::kDouble) - wd.grad()).abs() - bound_w).max().item<double>();
+  EXPECT_TRUE(((h.grad().to(at::kDouble) - hd.grad()).abs() <= bound_h).all().item<bool>())
+      << "hidden gradient: worst excess " << ((h.grad().to(at::kDouble) - hd.grad()).abs() - bound_h).max().item<double>();
 }

@@ -11,14 +11,14 @@ using namespace roll::train;
 
 TEST(TrainOptimizer, AdamWMatchesTorchOptimAdamW) {
   at::manual_seed(3);
-  at::Tensor p0 = at::randn({1000});
+  at::Tensor p0 = at::randn({1003});  // not a multiple of the 8-wide vector loop: its scalar tail runs too
   at::Tensor ref = p0.clone().set_requires_grad(true);
   torch::optim::AdamW torch_opt({ref}, torch::optim::AdamWOptions(1e-2).betas({0.8, 0.95}).eps(1e-6).weight_decay(0.1));
   at::Tensor mine = p0.clone();
   OptimizerSlot slot;
   OptimizerHyper h{"adamw", 0.8, 0.95, 1e-6, 0.1};
   for (int step = 1; step <= 7; ++step) {
-    at::Tensor g = at::randn({1000}) * (step % 3 == 0 ? 1e-4 : 1.0);
+    at::Tensor g = at::randn({1003}) * (step % 3 == 0 ? 1e-4 : 1.0);
     ref.mutable_grad() = g.clone();
     torch_opt.step();
     optimizer_update(h, mine, g, slot, 1e-2, step);

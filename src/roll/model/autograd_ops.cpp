@@ -134,12 +134,20 @@ struct ChunkedLogProbFn : public torch::autograd::Function<ChunkedLogProbFn> {
     at::Tensor g_logp = grads[0].defined() ? grads[0].to(at::kFloat) : at::Tensor();
     at::Tensor g_ent = with_entropy && grads[1].defined() ? grads[1].to(at::kFloat) : at::Tensor();
     const int64_t m = hidden.size(0);
-    // Both gradients are written by the products themselves (the first chunk's product sets the
-    // weight gradient, the rest add to it): no [vocab, hidden] temporary per chunk.
-    at::Tensor g_hidden = at::empty(hidden.sizes(), hidden.options());
-    at::Tensor g_weight = at::empty(weight.sizes(), weight.options().dtype(at::kFloat));
-    if (m == 0) g_weight.zero_();
     const bool fp32 = hidden.scalar_type() == at::kFloat && weight.scalar_type() == at::kFloat;
+    // fp32: both gradients are written by the products themselves (the first chunk's product sets
+    // the weight gradient, the rest add to it): no [vocab, hidden] temporary per chunk. bf16 (and
+    // fp16) with the log-softmax kept: the chunks' logit gradients, rounded to the weight's dtype
+    // as the hidden gradient's product takes them anyway, are gathered and the weight gradient is
+    // one product over all rows at the end. ATen has no bf16 x bf16 -> fp32 addmm, so the per-chunk
+    // path ran thin fp32 products into an fp32 [vocab, hidden] accumulator at a fraction of the
+    // bf16 rate; the one product accumulates in fp32 inside the GEMM and rounds once, as the fp32
+    // accumulator's cast did.
+    const bool one_product = !fp32 && kept.defined() && m > 0 && hidden.scalar_type() == weight.scalar_type();
+    at::Tensor g_hidden = at::empty(hidden.sizes(), hidden.options());
+    at::Tensor g_rows = one_product ? at::empty({m, weight.size(0)}, weight.options()) : at::Tensor();
+    at::Tensor g_weight = one_product ? at::Tensor() : at::empty(weight.sizes(), weight.options().dtype(at::kFloat));
+    if (m == 0) g_weight.zero_();
     at::NoGradGuard no_grad;
     for (int64_t s = 0; s < m; s += chunk) {
       const int64_t e = std::min(m, s + chunk);
@@ -161,14 +169,20 @@ struct ChunkedLogProbFn : public torch::autograd::Function<ChunkedLogProbFn> {
         g = g.defined() ? g.sub_(t) : t.neg_();
       }
       if (!g.defined()) g = at::zeros_like(p);
+      at::Tensor gh = g_hidden.slice(0, s, e);
       if (fp32) {
-        at::Tensor gh = g_hidden.slice(0, s, e);
         at::mm_out(gh, g, weight);
+        g_weight.addmm_(g.t(), h, /*beta=*/s == 0 ? 0.0 : 1.0);
+      } else if (one_product) {
+        at::Tensor gr = g_rows.slice(0, s, e);
+        gr.copy_(g);
+        at::mm_out(gh, gr, weight);
       } else {
-        g_hidden.slice(0, s, e).copy_(at::matmul(g.to(hidden.scalar_type()), weight));
+        gh.copy_(at::matmul(g.to(hidden.scalar_type()), weight));
+        g_weight.addmm_(g.t(), h.to(at::kFloat), /*beta=*/s == 0 ? 0.0 : 1.0);
       }
-      g_weight.addmm_(g.t(), h.to(at::kFloat), /*beta=*/s == 0 ? 0.0 : 1.0);
     }
+    if (one_product) return {g_hidden, at::mm(g_rows.t(), hidden), at::Tensor(), at::Tensor(), at::Tensor()};
     return {g_hidden, g_weight.to(weight.scalar_type()), at::Tensor(), at::Tensor(), at::Tensor()};
   }
 };

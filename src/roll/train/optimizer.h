@@ -1,7 +1,8 @@
 #pragma once
 // The optimizer update over flat fp32 buffers (the strategy keeps parameters, gradients and
 // optimizer state as one flat tensor per unit and rank). AdamW follows torch.optim.AdamW
-// (foreach=False) operation by operation, so a run matches PyTorch's update to rounding.
+// (foreach=False) operation by operation in one fused pass, so a run matches PyTorch's update to
+// rounding.
 #include <ATen/core/Tensor.h>
 
 #include <cstdint>

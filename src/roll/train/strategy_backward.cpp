@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "roll/core/error.h"
+#include "roll/train/grad_accumulate.h"
 #include "roll/train/strategy_impl.h"
 
 namespace roll::train {
@@ -37,7 +38,7 @@ void TrainStrategy::Impl::on_grad(size_t k) {
     at::NoGradGuard no_grad;
     if (stage >= 2 && !us.grad_tmp.defined()) us.grad_tmp = pool.take(layout.units[u].padded, at::kFloat, true);
     at::Tensor& buf = stage >= 2 ? us.grad_tmp : us.grad;
-    buf.narrow(0, fp.offset, fp.numel).view(fp.shape).add_(g);
+    accumulate_grad(buf.narrow(0, fp.offset, fp.numel).view(fp.shape), g);
     p.mutable_grad().reset();
   }
   if (--us.pending == 0 && reduce_this_backward) launch_ready();
