@@ -7,8 +7,6 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <cstdlib>
-#include <fstream>
 #include <limits>
 #include <optional>
 #include <string>
@@ -16,14 +14,13 @@
 
 #include <nlohmann/json.hpp>
 
-#include "config_test_util.h"
+#include "oracle_util.h"
 #include "roll/core/error.h"
 #include "roll/rl/distill_loss.h"
 
 namespace roll::rl {
 namespace {
 
-using roll::testing::TempConfigDir;
 
 constexpr int64_t kBatch = 2, kTokens = 3, kVocab = 11;
 constexpr double kKdTemperature = 1.5, kTeacherTemperature = 0.8;  // ROLL's kd_/teacher_temperature
@@ -104,8 +101,6 @@ double number_of(const nlohmann::json& j) {
 // gradient in the student logits. nullopt when Debian's python3 with numpy is missing (the tests then skip).
 // A float batch is sent as the doubles it holds, so only the arithmetic differs between the two sides.
 std::optional<nlohmann::json> oracle(const Logits& logits, int64_t k, double teacher_temperature, bool grad) {
-  if (std::system("/usr/bin/python3 -c 'import numpy' >/dev/null 2>&1") != 0) return std::nullopt;
-  TempConfigDir dir;
   const nlohmann::json in = {
       {"shape", {kBatch, kTokens, kVocab}},
       {"teacher_logits", numbers_json(logits.teacher)},
@@ -120,17 +115,7 @@ std::optional<nlohmann::json> oracle(const Logits& logits, int64_t k, double tea
       {"objectives", kObjectives},
       {"grad", grad},
   };
-  const std::string in_path = dir.write("in.json", in.dump());  // doubles dumped so they read back exactly
-  const std::string out_path = dir.path() + "/out.json";
-  const std::string cmd = "/usr/bin/python3 " + roll::testing::source_dir() + "/tests/oracles/distill_loss.py " +
-                          in_path + " " + out_path;
-  std::optional<nlohmann::json> out;
-  if (std::system(cmd.c_str()) == 0) {
-    std::ifstream f(out_path);
-    if (f) out = nlohmann::json::parse(f);
-  }
-  if (!out) ADD_FAILURE() << "oracle failed: " << cmd;
-  return out;
+  return roll::testing::run_oracle("distill_loss.py", in);
 }
 
 #define SKIP_WITHOUT_NUMPY(want) \

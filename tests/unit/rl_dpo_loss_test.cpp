@@ -7,8 +7,6 @@
 
 #include <array>
 #include <cmath>
-#include <cstdlib>
-#include <fstream>
 #include <limits>
 #include <optional>
 #include <string>
@@ -16,14 +14,13 @@
 
 #include <nlohmann/json.hpp>
 
-#include "config_test_util.h"
+#include "oracle_util.h"
 #include "roll/core/error.h"
 #include "roll/rl/dpo_loss.h"
 
 namespace roll::rl {
 namespace {
 
-using roll::testing::TempConfigDir;
 
 // The four [pairs] vectors dpo_loss takes: summed response log-probs of each pair's chosen and rejected
 // response under the policy and under the reference.
@@ -89,25 +86,13 @@ std::vector<double> values_of(const at::Tensor& t) {
 // python3 with numpy is not installed (the tests then skip). A float batch is sent as the doubles it
 // actually holds, so only the arithmetic inside dpo_loss differs between the two sides.
 std::optional<nlohmann::json> oracle(const PairLogProbs& pairs, const DpoLossOptions& options) {
-  if (std::system("/usr/bin/python3 -c 'import numpy' >/dev/null 2>&1") != 0) return std::nullopt;
-  TempConfigDir dir;
   const nlohmann::json in = {
       {"policy_chosen", values_of(pairs.policy_chosen)}, {"policy_rejected", values_of(pairs.policy_rejected)},
       {"ref_chosen", values_of(pairs.ref_chosen)},       {"ref_rejected", values_of(pairs.ref_rejected)},
       {"beta", options.beta},                            {"label_smoothing", options.label_smoothing},
       {"ipo", options.ipo},
   };
-  const std::string in_path = dir.write("in.json", in.dump());  // doubles dumped so they read back exactly
-  const std::string out_path = dir.path() + "/out.json";
-  const std::string cmd = "/usr/bin/python3 " + roll::testing::source_dir() + "/tests/oracles/dpo_loss.py " +
-                          in_path + " " + out_path;
-  std::optional<nlohmann::json> out;
-  if (std::system(cmd.c_str()) == 0) {
-    std::ifstream f(out_path);
-    if (f) out = nlohmann::json::parse(f);
-  }
-  if (!out) ADD_FAILURE() << "oracle failed: " << cmd;
-  return out;
+  return roll::testing::run_oracle("dpo_loss.py", in);
 }
 
 // |got − want| ≤ atol + rtol·|want|, element by element.

@@ -8,8 +8,6 @@
 
 #include <cmath>
 #include <cstdint>
-#include <cstdlib>
-#include <fstream>
 #include <limits>
 #include <optional>
 #include <string>
@@ -17,7 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "config_test_util.h"
+#include "oracle_util.h"
 #include "roll/core/error.h"
 #include "roll/rl/advantage.h"
 #include "roll/rl/estimator.h"
@@ -27,7 +25,6 @@
 namespace roll::rl {
 namespace {
 
-using roll::testing::TempConfigDir;
 using Grid = std::vector<std::vector<double>>;
 
 constexpr int64_t kB = 5, kT = 7;
@@ -116,8 +113,6 @@ std::vector<bool> bools_of(const at::Tensor& rows) {
 // The oracle's {penalty, pure_advantages, mixed_advantages, mixed_raw_advantages}; nullopt when Debian's python3
 // with numpy is not installed (the tests then skip).
 std::optional<nlohmann::json> oracle(const OpdBatch& batch, KlType type, double gamma, bool whiten) {
-  if (std::system("/usr/bin/python3 -c 'import numpy' >/dev/null 2>&1") != 0) return std::nullopt;
-  TempConfigDir dir;
   nlohmann::json teachers = nlohmann::json::array();
   for (const auto& t : batch.teachers) {
     const nlohmann::json teacher = {
@@ -133,17 +128,7 @@ std::optional<nlohmann::json> oracle(const OpdBatch& batch, KlType type, double 
       {"gamma", gamma},
       {"whiten_advantages", whiten},
   };
-  const std::string in_path = dir.write("in.json", in.dump());  // doubles dumped so they read back exactly
-  const std::string out_path = dir.path() + "/out.json";
-  const std::string cmd = "/usr/bin/python3 " + roll::testing::source_dir() + "/tests/oracles/opd_penalty.py " +
-                          in_path + " " + out_path;
-  std::optional<nlohmann::json> out;
-  if (std::system(cmd.c_str()) == 0) {
-    std::ifstream f(out_path);
-    if (f) out = nlohmann::json::parse(f);
-  }
-  if (!out) ADD_FAILURE() << "oracle failed: " << cmd;
-  return out;
+  return roll::testing::run_oracle("opd_penalty.py", in);
 }
 
 constexpr const char* kNoOracle = "/usr/bin/python3 with numpy (python3-numpy) is not installed";
