@@ -7,14 +7,13 @@
 
 #include "roll/comm/process_group.h"
 #include "roll/core/error.h"
-#include "roll/rl/agg_loss.h"
 #include "roll/rl/distill_loss.h"
-#include "roll/train/batch_plan.h"
 #include "roll/train/checkpoint.h"
 #include "roll/train/options_from_config.h"
 #include "roll/train/strategy.h"
 #include "roll/workers/dp_sum.h"
 #include "roll/workers/forward_batches.h"
+#include "roll/workers/mini_batch_steps.h"
 #include "roll/workers/metrics_json.h"
 #include "roll/workers/role_model.h"
 #include "roll/workers/sft_trainer.h"
@@ -88,29 +87,23 @@ Batch DistillTrainer::train_step(const Batch& batch) {
   const at::Tensor labels = batch_tensor(batch, "labels", role).to(at::kLong);
   batch_tensor(batch, "teacher_log_probs", role);  // names the missing tensor before any collective
 
-  const train::TrainOptions& o = s.strategy->options();
-  const std::vector<train::MiniBatchPlan> plan =
-      train::plan_mini_batches(batch.size(), o.per_device_train_batch_size, o.gradient_accumulation_steps, 1, o.seed,
-                               /*shuffle=*/false);
   rl::MetricMap metrics;
-  for (const train::MiniBatchPlan& mini : plan) {
-    std::vector<int64_t> rows;
-    for (const auto& micro : mini.micro_batches) rows.insert(rows.end(), micro.begin(), micro.end());
-    const double local = (labels.index_select(0, row_index(rows)) != kIgnoreIndex).sum().item<double>();
-    const double tokens = std::max(1.0, dp_sum({local}, s.norm_group.get())[0]);
-    const int64_t n = static_cast<int64_t>(mini.micro_batches.size());
-    const double scale = rl::loss_scale_factor(n, s.world);
-    train::StepStats st = s.strategy->train_step(n, [&](int64_t i) {
-      const Impl::Sums sum = s.sums(batch, in, labels, mini.micro_batches[static_cast<size_t>(i)]);
-      const at::Tensor loss = ((1.0 - s.weight) * sum.ce + s.weight * sum.kd) / tokens;
-      metrics.add("train/loss@sum", loss.item<double>());
-      metrics.add("train/train_student_loss@sum", sum.ce.item<double>() / tokens);
-      metrics.add("train/train_distill_loss@sum", sum.kd.item<double>() / tokens);
-      return loss * scale;
-    });
-    metrics.add(role + "/grad_norm", st.grad_norm);
-  }
-  rl::MetricMap reported = average_sum_metrics(metrics, static_cast<int64_t>(plan.size()));
+  // Each mini-batch's loss is over its trained tokens on all ranks.
+  const int64_t steps = run_mini_batch_steps(
+      {*s.strategy, s.norm_group.get(), s.world, true, role}, batch.size(),
+      [&](const std::vector<int64_t>& rows) {
+        return (labels.index_select(0, row_index(rows)) != kIgnoreIndex).sum().item<double>();
+      },
+      [&](const std::vector<int64_t>& rows, double tokens) {
+        const Impl::Sums sum = s.sums(batch, in, labels, rows);
+        const at::Tensor loss = ((1.0 - s.weight) * sum.ce + s.weight * sum.kd) / tokens;
+        metrics.add("train/loss@sum", loss.item<double>());
+        metrics.add("train/train_student_loss@sum", sum.ce.item<double>() / tokens);
+        metrics.add("train/train_distill_loss@sum", sum.kd.item<double>() / tokens);
+        return loss;
+      },
+      metrics);
+  rl::MetricMap reported = average_sum_metrics(metrics, steps);
   reported.add(role + "/lr", s.strategy->current_lr());
   Batch out;
   out.meta["metrics"] = metrics_to_json(reported);

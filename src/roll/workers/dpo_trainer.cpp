@@ -7,14 +7,13 @@
 
 #include "roll/comm/process_group.h"
 #include "roll/core/error.h"
-#include "roll/rl/agg_loss.h"
 #include "roll/rl/dpo_loss.h"
-#include "roll/train/batch_plan.h"
 #include "roll/train/checkpoint.h"
 #include "roll/train/options_from_config.h"
 #include "roll/train/strategy.h"
 #include "roll/workers/dp_sum.h"
 #include "roll/workers/forward_batches.h"
+#include "roll/workers/mini_batch_steps.h"
 #include "roll/workers/metrics_json.h"
 #include "roll/workers/role_model.h"
 #include "roll/workers/trim_padding.h"
@@ -110,26 +109,18 @@ Batch DpoTrainer::train_step(const Batch& batch) {
   const at::Tensor m = token_mask(batch, role);
   const at::Tensor ref = reference_sequence_log_probs(batch, m, role);
 
-  const train::TrainOptions& o = s.strategy->options();
-  const std::vector<train::MiniBatchPlan> plan =
-      train::plan_mini_batches(batch.size(), o.per_device_train_batch_size, o.gradient_accumulation_steps, 1, o.seed,
-                               /*shuffle=*/false);
   rl::MetricMap metrics;
-  for (const train::MiniBatchPlan& mini : plan) {
-    for (const auto& micro : mini.micro_batches) check_whole_pairs(micro, role, "micro-batch");
-    int64_t local_rows = 0;
-    for (const auto& micro : mini.micro_batches) local_rows += static_cast<int64_t>(micro.size());
-    const double pairs = std::max(1.0, dp_sum({static_cast<double>(local_rows / 2)}, s.norm_group.get())[0]);
-    const int64_t n = static_cast<int64_t>(mini.micro_batches.size());
-    // The backend divides by the micro-batches and averages over DP (rl::loss_scale_factor).
-    const double scale = rl::loss_scale_factor(n, s.world);
-    train::StepStats st = s.strategy->train_step(n, [&](int64_t i) {
-      const rl::DpoLoss l = s.pair_loss(in, m, ref, mini.micro_batches[static_cast<size_t>(i)]);
-      add_pair_metrics(metrics, "actor/", l);
-      return l.losses.sum() / pairs * scale;
-    });
-    metrics.add(role + "/grad_norm", st.grad_norm);
-  }
+  // Each mini-batch's loss is the mean over its pairs on all ranks.
+  run_mini_batch_steps(
+      {*s.strategy, s.norm_group.get(), s.world, true, role}, batch.size(),
+      [&](const std::vector<int64_t>& rows) { return static_cast<double>(rows.size() / 2); },
+      [&](const std::vector<int64_t>& rows, double pairs) {
+        check_whole_pairs(rows, role, "micro-batch");
+        const rl::DpoLoss l = s.pair_loss(in, m, ref, rows);
+        add_pair_metrics(metrics, "actor/", l);
+        return l.losses.sum() / pairs;
+      },
+      metrics);
   metrics.add("actor/lr", s.strategy->current_lr());
   Batch out;
   out.meta["metrics"] = metrics_to_json(metrics);

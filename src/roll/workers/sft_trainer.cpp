@@ -7,13 +7,12 @@
 
 #include "roll/comm/process_group.h"
 #include "roll/core/error.h"
-#include "roll/rl/agg_loss.h"
-#include "roll/train/batch_plan.h"
 #include "roll/train/checkpoint.h"
 #include "roll/train/options_from_config.h"
 #include "roll/train/strategy.h"
 #include "roll/workers/dp_sum.h"
 #include "roll/workers/forward_batches.h"
+#include "roll/workers/mini_batch_steps.h"
 #include "roll/workers/metrics_json.h"
 #include "roll/workers/role_model.h"
 #include "roll/workers/trim_padding.h"
@@ -110,28 +109,19 @@ Batch SftTrainer::train_step(const Batch& batch) {
   const ForwardInputs in = forward_inputs(batch, role);
   const at::Tensor m = label_mask(batch, in, role);
 
-  const train::TrainOptions& o = s.strategy->options();
-  const std::vector<train::MiniBatchPlan> plan =
-      train::plan_mini_batches(batch.size(), o.per_device_train_batch_size, o.gradient_accumulation_steps, 1, o.seed,
-                               /*shuffle=*/false);
   rl::MetricMap metrics;
-  for (const train::MiniBatchPlan& mini : plan) {
-    // The normaliser of this backward mini-batch: its label tokens over all ranks (at least 1).
-    std::vector<int64_t> rows;
-    for (const auto& micro : mini.micro_batches) rows.insert(rows.end(), micro.begin(), micro.end());
-    const double local = m.index_select(0, row_index(rows)).sum().item<double>();
-    const double tokens = std::max(1.0, dp_sum({local}, s.norm_group.get())[0]);
-    const int64_t n = static_cast<int64_t>(mini.micro_batches.size());
-    const double scale = s.apply_loss_scale ? rl::loss_scale_factor(n, s.world) : 1.0;
-    train::StepStats st = s.strategy->train_step(n, [&](int64_t i) {
-      const at::Tensor idx = row_index(mini.micro_batches[static_cast<size_t>(i)]);
-      at::Tensor loss = s.summed_nll(select_rows(in, idx), m.index_select(0, idx)) / tokens;
-      metrics.add(role + "/loss@sum", loss.item<double>());
-      return loss * scale;
-    });
-    metrics.add(role + "/grad_norm", st.grad_norm);
-  }
-  rl::MetricMap reported = average_sum_metrics(metrics, static_cast<int64_t>(plan.size()));
+  // Each mini-batch's loss is over its label tokens on all ranks.
+  const int64_t steps = run_mini_batch_steps(
+      {*s.strategy, s.norm_group.get(), s.world, s.apply_loss_scale, role}, batch.size(),
+      [&](const std::vector<int64_t>& rows) { return m.index_select(0, row_index(rows)).sum().item<double>(); },
+      [&](const std::vector<int64_t>& rows, double tokens) {
+        const at::Tensor idx = row_index(rows);
+        at::Tensor loss = s.summed_nll(select_rows(in, idx), m.index_select(0, idx)) / tokens;
+        metrics.add(role + "/loss@sum", loss.item<double>());
+        return loss;
+      },
+      metrics);
+  rl::MetricMap reported = average_sum_metrics(metrics, steps);
   reported.add(role + "/lr", s.strategy->current_lr());
   Batch out;
   out.meta["metrics"] = metrics_to_json(reported);
