@@ -95,3 +95,28 @@ TEST(ModelAutogradOps, Bf16ChunkedGradientsAreWithinTheirRoundingOfFloat64) {
   EXPECT_TRUE(((h.grad().to(at::kDouble) - hd.grad()).abs() <= bound_h).all().item<bool>())
       << "hidden gradient: worst excess " << ((h.grad().to(at::kDouble) - hd.grad()).abs() - bound_h).max().item<double>();
 }
+
+// RoPE's own backward against autograd through the formula written out (float64: the two differ
+// only in the order of exact negations and of one sum of two terms).
+TEST(ModelAutogradOps, RopeGradientEqualsAutogradOfTheFormula) {
+  at::manual_seed(9);
+  const at::Tensor x0 = at::randn({2, 5, 3, 8}, at::kDouble);   // [B, T, heads, head_dim]
+  const at::Tensor angle = at::randn({2, 5, 1, 4}, at::kDouble);  // per position, broadcast over heads
+  const at::Tensor cos = at::cat({angle.cos(), angle.cos()}, -1), sin = at::cat({angle.sin(), angle.sin()}, -1);
+  const at::Tensor g = at::randn({2, 5, 3, 8}, at::kDouble);
+
+  at::Tensor x = x0.clone().requires_grad_(true);
+  const at::Tensor y = roll::model::rope(x, cos, sin);
+  (y * g).sum().backward();
+
+  at::Tensor xr = x0.clone().requires_grad_(true);
+  const at::Tensor rotated = at::cat({-xr.slice(-1, 4), xr.slice(-1, 0, 4)}, -1);
+  const at::Tensor yr = xr * cos + rotated * sin;
+  (yr * g).sum().backward();
+
+  EXPECT_TRUE(at::allclose(y.detach(), yr.detach(), 0, 1e-15));
+  EXPECT_TRUE(at::allclose(x.grad(), xr.grad(), 0, 1e-15)) << (x.grad() - xr.grad()).abs().max().item<double>();
+  // Without a gradient to keep, the plain formula runs (no autograd node).
+  at::NoGradGuard no_grad;
+  EXPECT_TRUE(at::allclose(roll::model::rope(x0, cos, sin), yr.detach(), 0, 1e-15));
+}

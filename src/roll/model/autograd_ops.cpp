@@ -187,7 +187,36 @@ struct ChunkedLogProbFn : public torch::autograd::Function<ChunkedLogProbFn> {
   }
 };
 
+// rotate_half(x) = cat(−x2, x1) over the last axis; its transpose takes y to cat(y2, −y1).
+at::Tensor rotate_half(const at::Tensor& x) {
+  const int64_t h = x.size(-1) / 2;
+  return at::cat({-x.slice(-1, h), x.slice(-1, 0, h)}, -1);
+}
+
+at::Tensor rotate_half_transposed(const at::Tensor& y) {
+  const int64_t h = y.size(-1) / 2;
+  return at::cat({y.slice(-1, h), -y.slice(-1, 0, h)}, -1);
+}
+
+struct RopeFn : public torch::autograd::Function<RopeFn> {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) {
+    ctx->save_for_backward({cos, sin});
+    at::NoGradGuard no_grad;
+    return x * cos + rotate_half(x) * sin;
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    auto saved = ctx->get_saved_variables();
+    const at::Tensor& g = grads[0];
+    return {g * saved[0] + rotate_half_transposed(g * saved[1]), at::Tensor(), at::Tensor()};
+  }
+};
+
 }  // namespace
+
+at::Tensor rope(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) {
+  if (!at::GradMode::is_enabled() || !x.requires_grad()) return x * cos + rotate_half(x) * sin;
+  return RopeFn::apply(x, cos, sin);
+}
 
 at::Tensor checkpoint(const std::function<at::Tensor(const at::Tensor&)>& fn, const at::Tensor& x,
                       at::TensorList params) {

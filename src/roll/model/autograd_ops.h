@@ -1,6 +1,6 @@
 #pragma once
-// Custom autograd functions that trade compute for memory in training:
-// per-layer activation checkpointing and the chunked LM-head log-prob.
+// Custom autograd functions of training: per-layer activation checkpointing and the chunked LM-head
+// log-prob (compute for memory), and RoPE with a backward of fewer passes.
 #include <ATen/core/Tensor.h>
 
 #include <functional>
@@ -19,5 +19,10 @@ at::Tensor checkpoint(const std::function<at::Tensor(const at::Tensor&)>& fn, co
 std::pair<at::Tensor, at::Tensor> chunked_token_log_probs(const at::Tensor& hidden, const at::Tensor& weight,
                                                           const at::Tensor& targets, bool with_entropy,
                                                           int64_t chunk);
+
+// HF's rotate-half RoPE, x·cos + rotate_half(x)·sin (cos, sin broadcast to x; no gradient), with a
+// backward of two products and one half-swap: g·cos + rotate_half^T(g·sin). Autograd's own graph
+// of the slices, negation and concatenation zero-fills and adds a full-size gradient per slice.
+at::Tensor rope(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin);
 
 }  // namespace roll::model

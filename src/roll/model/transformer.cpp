@@ -55,15 +55,6 @@ std::pair<at::Tensor, at::Tensor> rope_tables(const at::Tensor& positions, int64
   return {emb.cos().to(dtype), emb.sin().to(dtype)};
 }
 
-at::Tensor rotate_half(const at::Tensor& x) {
-  const int64_t h = x.size(-1) / 2;
-  return at::cat({-x.slice(-1, h), x.slice(-1, 0, h)}, -1);
-}
-
-at::Tensor apply_rope(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) {
-  return x * cos + rotate_half(x) * sin;
-}
-
 at::Tensor linear(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b) {
   return b.defined() ? at::linear(x, w, b) : at::linear(x, w);
 }
@@ -112,8 +103,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> qkv(const Transformer::Layer& L, 
     k = rms_norm(k, L.k_norm, c.rms_norm_eps);
   }
   // cos/sin [..., D] broadcast over the head axis.
-  q = apply_rope(q, cos.unsqueeze(-2), sin.unsqueeze(-2));
-  k = apply_rope(k, cos.unsqueeze(-2), sin.unsqueeze(-2));
+  q = rope(q, cos.unsqueeze(-2), sin.unsqueeze(-2));
+  k = rope(k, cos.unsqueeze(-2), sin.unsqueeze(-2));
   return {q, k, v};
 }
 
@@ -137,9 +128,13 @@ at::Tensor layer_forward(const Transformer::Layer& L, const ModelConfig& c, cons
     k = k.unsqueeze(2).expand({B, c.num_key_value_heads, groups, T, c.head_dim}).reshape({B, -1, T, c.head_dim});
     v = v.unsqueeze(2).expand({B, c.num_key_value_heads, groups, T, c.head_dim}).reshape({B, -1, T, c.head_dim});
   }
-  // HF eager attention: scores in the model dtype, softmax in fp32.
-  at::Tensor scores = at::matmul(q, k.transpose(-1, -2)) * (1.0 / std::sqrt(static_cast<double>(c.head_dim)));
-  at::Tensor probs = at::softmax(scores.to(at::kFloat) + mask, -1).to(x.scalar_type());
+  // HF eager attention: scores in the model dtype, softmax in fp32 (the fp32 mask promotes the
+  // scores as it is added). A scale that is a power of two (head_dim 16, 64, 256) scales q
+  // instead, exactly as it would the scores, on a quarter of the elements at T = 4·head_dim.
+  const double scale = 1.0 / std::sqrt(static_cast<double>(c.head_dim));
+  const bool exact_scale = std::ldexp(1.0, std::ilogb(scale)) == scale;
+  at::Tensor scores = exact_scale ? at::matmul(q * scale, k.transpose(-1, -2)) : at::matmul(q, k.transpose(-1, -2)) * scale;
+  at::Tensor probs = at::softmax(mask + scores, -1).to(x.scalar_type());
   at::Tensor attn = at::matmul(probs, v).transpose(1, 2).reshape({B, T, -1});
   at::Tensor y = x + proj(attn, L.o_w, at::Tensor(), L.o_l, use);
   return y + mlp(L, rms_norm(y, L.post_norm, c.rms_norm_eps), use);
