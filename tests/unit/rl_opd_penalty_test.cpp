@@ -295,3 +295,25 @@ TEST(RlOpdPenaltyRouting, TeacherLogProbsOffItsRowsAreNeverRead) {
 }
 
 }  // namespace roll::rl
+
+namespace roll::rl {
+
+// Each teacher's mean KL: one teacher's penalty over its coefficient, averaged over the masked tokens
+// of its rows; 0 for a teacher that scores no row.
+TEST(RlOpdPenaltyRouting, KlMeansAreEachTeachersOwnAverage) {
+  const OpdBatch batch = fixed_batch();
+  for (KlType type : kKlTypes) {
+    std::vector<double> means;
+    opd_kl_penalty(batch.student, batch.teachers, batch.mask, type, &means);
+    ASSERT_EQ(means.size(), batch.teachers.size());
+    for (size_t i = 0; i < batch.teachers.size(); ++i) {
+      const OpdTeacherScores& t = batch.teachers[i];
+      const at::Tensor alone = opd_kl_penalty(batch.student, {t}, batch.mask, type) / t.kl_coef;
+      const double tokens = (batch.mask * t.rows.to(at::kFloat).unsqueeze(1)).sum().item<double>();
+      const double want = tokens > 0 ? alone.sum().item<double>() / tokens : 0.0;
+      EXPECT_NEAR(means[i], want, 1e-5 * std::max(1.0, std::abs(want))) << to_string(type) << " teacher " << i;
+    }
+  }
+}
+
+}  // namespace roll::rl

@@ -53,10 +53,8 @@ LoadedConfig load_config(const LoadRequest& request) {
   // On-policy distillation's roles become ROLL's RL roles before typing (config/opd.h).
   std::vector<OpdTeacherNode> teachers;
   Diagnostics opd_roles;
-  if (c.kind == PipelineKind::rlvr || c.kind == PipelineKind::agentic) {
-    out.resolved = out.resolved->clone();
+  if (c.kind == PipelineKind::rlvr || c.kind == PipelineKind::agentic)  // resolve() built the tree's maps afresh
     teachers = take_opd_roles(out.resolved, opd_roles, request.pure_opd);
-  }
   read_pipeline_config(out.resolved, c, diag);
   std::vector<IgnoredKeySet> ignored_in_teachers;
   for (const auto& t : teachers) {

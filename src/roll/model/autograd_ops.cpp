@@ -198,11 +198,15 @@ at::Tensor rotate_half_transposed(const at::Tensor& y) {
   return at::cat({y.slice(-1, h), -y.slice(-1, 0, h)}, -1);
 }
 
+at::Tensor rope_formula(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) {
+  return x * cos + rotate_half(x) * sin;
+}
+
 struct RopeFn : public torch::autograd::Function<RopeFn> {
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) {
     ctx->save_for_backward({cos, sin});
     at::NoGradGuard no_grad;
-    return x * cos + rotate_half(x) * sin;
+    return rope_formula(x, cos, sin);
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     auto saved = ctx->get_saved_variables();
@@ -214,7 +218,7 @@ struct RopeFn : public torch::autograd::Function<RopeFn> {
 }  // namespace
 
 at::Tensor rope(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) {
-  if (!at::GradMode::is_enabled() || !x.requires_grad()) return x * cos + rotate_half(x) * sin;
+  if (!at::GradMode::is_enabled() || !x.requires_grad()) return rope_formula(x, cos, sin);
   return RopeFn::apply(x, cos, sin);
 }
 

@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <set>
 
 #include "roll/config/opd.h"
@@ -86,15 +87,15 @@ std::map<std::string, double> OpdScoring::finish(
       const at::Tensor first = s.rows & ~filled;
       ref = at::where(first.unsqueeze(1), s.log_probs, ref);
       filled = filled | s.rows;
-      // The teacher's own KL, unweighted, over its response tokens: what distillation drives down.
-      const at::Tensor own = rl::compute_approx_kl(student.index_select(0, index), s.log_probs.index_select(0, index),
-                                                   mask.index_select(0, index), rl::parse_kl_type(c_.kl_penalty));
-      m["opd/" + p.cluster + "/kl"] =
-          own.sum().item<double>() / std::max(1.0, mask.index_select(0, index).sum().item<double>());
     }
     scores.push_back(std::move(s));
   }
-  batch.set_tensor("opd_penalty", rl::opd_kl_penalty(student, scores, mask, rl::parse_kl_type(c_.kl_penalty)));
+  std::vector<double> kl_means;
+  batch.set_tensor("opd_penalty",
+                   rl::opd_kl_penalty(student, scores, mask, rl::parse_kl_type(c_.kl_penalty), &kl_means));
+  // Each teacher's own KL, unweighted, over its response tokens: what distillation drives down.
+  for (size_t t = 0; t < pending_.size(); ++t)
+    if (!pending_[t].rows.empty()) m["opd/" + pending_[t].cluster + "/kl"] = kl_means[t];
   batch.set_tensor("ref_log_probs", ref);
   return m;
 }

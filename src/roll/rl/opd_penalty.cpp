@@ -2,13 +2,15 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
+
 #include "roll/core/error.h"
 #include "roll/rl/check.h"
 
 namespace roll::rl {
 
 at::Tensor opd_kl_penalty(const at::Tensor& student_log_probs, const std::vector<OpdTeacherScores>& teachers,
-                          const at::Tensor& mask, KlType type) {
+                          const at::Tensor& mask, KlType type, std::vector<double>* kl_means) {
   detail::check_dims(student_log_probs, "student_log_probs", {-1, -1});
   detail::check_same_shape(mask, "mask", student_log_probs, "student_log_probs");
   const at::Tensor student = student_log_probs.detach().to(at::kFloat);
@@ -22,7 +24,10 @@ at::Tensor opd_kl_penalty(const at::Tensor& student_log_probs, const std::vector
     // Rows the teacher does not score hold no log-probs of its own: zero them before the KL so that
     // a k3 estimate of them cannot reach the sum.
     const at::Tensor teacher = at::where(rows > 0, t.log_probs.detach().to(at::kFloat), student);
-    total = total + t.kl_coef * compute_approx_kl(student, teacher, m * rows, type);
+    const at::Tensor routed = m * rows;
+    const at::Tensor kl = compute_approx_kl(student, teacher, routed, type);
+    total = total + t.kl_coef * kl;
+    if (kl_means) kl_means->push_back(kl.sum().item<double>() / std::max(1.0, routed.sum().item<double>()));
   }
   return total;
 }

@@ -18,8 +18,9 @@ struct OpdTeacherScores {
 };
 
 // Σ_i coef_i · rows_i · KL_type(student, teacher_i) · mask, [B, T] fp32. `student_log_probs` are the
-// old log-probs when they are recomputed, else the inference engine's.
+// old log-probs when they are recomputed, else the inference engine's. `kl_means` (optional)
+// receives each teacher's unweighted KL averaged over the mask's tokens of its rows (0 without any).
 at::Tensor opd_kl_penalty(const at::Tensor& student_log_probs, const std::vector<OpdTeacherScores>& teachers,
-                          const at::Tensor& mask, KlType type);
+                          const at::Tensor& mask, KlType type, std::vector<double>* kl_means = nullptr);
 
 }  // namespace roll::rl
