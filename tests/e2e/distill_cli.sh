@@ -10,6 +10,8 @@ roll="$(realpath "$1")"
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 py=/usr/bin/python3
 fail() { echo "FAIL: $*"; exit 1; }
+# shellcheck source=tests/e2e/lib/trainer_checks.sh
+source "$root/tests/e2e/lib/trainer_checks.sh"
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
 cd "$work"
 
@@ -54,25 +56,11 @@ for s in steps:
               "student/lr", "train/teacher_forward", "train/student_train_step", "train/step_train"):
         assert k in s, k
 PY
-for step in 4 8 11; do
-  for f in model.safetensors config.json manifest.json train_state/rank-00000-of-00002.safetensors \
-           train_state/rank-00001-of-00002.safetensors; do
-    [ -f "$out/student/checkpoint-$step/$f" ] || fail "checkpoint-$step lacks $f"
-  done
-  [ -f "$out/pipeline/checkpoint-$step/pipeline/worker_state_pipeline.json" ] || fail "pipeline state of step $step"
-done
+check_checkpoints "$out" student 4 8 11
 
 # Resume from checkpoint-8: steps 9-11 again, with the same losses.
 mv "$out/distill-arithmetic-cpu" first-run-metrics
 run resumed.log "resume_from_checkpoint=$out/pipeline/checkpoint-8"
 grep -q 'continuing at step 9' resumed.log || fail "resume did not continue at step 9"
-"$py" - first-run-metrics/*/metrics.jsonl "$out"/distill-arithmetic-cpu/*/metrics.jsonl <<'PY' || fail "resumed losses differ"
-import json, sys
-def losses(path):
-    return {json.loads(l)["step"]: json.loads(l)["metrics"]["train/loss"] for l in open(path)}
-first, resumed = losses(sys.argv[1]), losses(sys.argv[2])
-# Same machine, rows and shapes after the resume: the fp32 losses are bit-identical.
-for step in (9, 10, 11):
-    assert resumed[step] == first[step], (step, resumed[step], first[step])
-PY
+same_losses first-run-metrics/*/metrics.jsonl "$out"/distill-arithmetic-cpu/*/metrics.jsonl train/loss 9 10 11
 echo "ok"

@@ -9,6 +9,8 @@ roll="$(realpath "$1")"
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 py=/usr/bin/python3
 fail() { echo "FAIL: $*"; exit 1; }
+# shellcheck source=tests/e2e/lib/trainer_checks.sh
+source "$root/tests/e2e/lib/trainer_checks.sh"
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
 cd "$work"
 
@@ -44,25 +46,11 @@ for s in steps:
         assert k in s, k
 assert steps[-1]["actor/chosen_reward"] > steps[-1]["actor/reject_reward"]
 PY
-for step in 4 7; do
-  for f in model.safetensors config.json manifest.json train_state/rank-00000-of-00002.safetensors \
-           train_state/rank-00001-of-00002.safetensors; do
-    [ -f "$out/actor_train/checkpoint-$step/$f" ] || fail "checkpoint-$step lacks $f"
-  done
-  [ -f "$out/pipeline/checkpoint-$step/pipeline/worker_state_pipeline.json" ] || fail "pipeline state of step $step"
-done
+check_checkpoints "$out" actor_train 4 7
 
 # Resume from checkpoint-4: steps 5-7 again, with the same losses.
 mv "$out/dpo-preference-cpu" first-run-metrics
 run resumed.log "resume_from_checkpoint=$out/pipeline/checkpoint-4"
 grep -q 'continuing at step 5' resumed.log || fail "resume did not continue at step 5"
-"$py" - first-run-metrics/*/metrics.jsonl "$out"/dpo-preference-cpu/*/metrics.jsonl <<'PY' || fail "resumed losses differ"
-import json, sys
-def losses(path):
-    return {json.loads(l)["step"]: json.loads(l)["metrics"]["actor/loss"] for l in open(path)}
-first, resumed = losses(sys.argv[1]), losses(sys.argv[2])
-# Same machine, pairs and shapes after the resume: the fp32 losses are bit-identical.
-for step in (5, 6, 7):
-    assert resumed[step] == first[step], (step, resumed[step], first[step])
-PY
+same_losses first-run-metrics/*/metrics.jsonl "$out"/dpo-preference-cpu/*/metrics.jsonl actor/loss 5 6 7
 echo "ok"
