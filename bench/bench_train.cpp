@@ -7,8 +7,10 @@
 //   bench_train [--smoke] [--threads 2] [--presets small,qwen2.5-0.5b-shape] [--ranks 1,2]
 //               [--dtypes bf16,fp32] [--gc both|on|off] [--seq 256] [--micro 2] [--ga 2] [--steps 3]
 //               [--warmup 1] [--zero-2rank 3] [--lora-ranks 0,16] [--lora-target q_proj,k_proj,v_proj,o_proj]
-//               [--rounds 1] [--head-chunk-tokens N]
+//               [--rounds 1] [--head-chunk-tokens N] [--trace FILE] [--op-table FILE]
 //
+// --trace writes a chrome trace of ATen's ops in the last measured step; --op-table writes, for the
+// same step, one JSON line per (op, input shapes) with its self time, most expensive first.
 // --head-chunk-tokens: rows of the LM head per chunk (Transformer::token_log_probs); by default
 // what the training workers use (workers/trim_padding.h lm_head_chunk_tokens).
 // --lora-ranks: 0 trains the full model; R > 0 trains rank-R LoRA adapters on --lora-target over a
@@ -70,7 +72,8 @@ struct Args {
   std::vector<int64_t> lora_ranks = {0};
   std::string lora_target = "q_proj,k_proj,v_proj,o_proj";
   int rounds = 1;
-  std::string trace;  // chrome trace of ATen's ops in the last measured step (one rank, one configuration)
+  std::string trace;     // chrome trace of ATen's ops in the last measured step (one rank, one configuration)
+  std::string op_table;  // self time per (op, input shapes) of that step, JSON lines
   int64_t head_chunk = 0;  // 0: the workers' lm_head_chunk_tokens
   // Child mode (one rank of a multi-rank or isolated measurement).
   int child_rank = -1, child_world = 1, child_port = 0, child_gc = 1;
@@ -194,6 +197,55 @@ long peak_rss_kb() {
   return u.ru_maxrss;
 }
 
+// Self time (an op's time less that of the ops it called) per (op, input shapes), summed over the
+// recorded events of every thread, written most expensive first.
+void write_op_table(const torch::autograd::profiler::thread_event_lists& lists, const std::string& path) {
+  using torch::autograd::profiler::EventKind;
+  using torch::autograd::profiler::LegacyEvent;
+  struct Row {
+    double self_us = 0;
+    int64_t calls = 0;
+  };
+  std::map<std::string, Row> rows;
+  for (const auto& events : lists) {
+    struct Open {
+      const LegacyEvent* push;
+      double child_us;
+    };
+    std::vector<Open> stack;
+    for (const LegacyEvent& e : events) {
+      if (e.kind() == EventKind::PushRange) {
+        stack.push_back({&e, 0});
+      } else if (e.kind() == EventKind::PopRange && !stack.empty()) {
+        const Open open = stack.back();
+        stack.pop_back();
+        const double us = open.push->cpuElapsedUs(e);
+        if (!stack.empty()) stack.back().child_us += us;
+        std::ostringstream key;
+        key << open.push->name() << '\t';
+        for (const auto& shape : open.push->shapes()) {
+          key << '[';
+          for (size_t i = 0; i < shape.size(); ++i) key << (i ? "," : "") << shape[i];
+          key << ']';
+        }
+        Row& r = rows[key.str()];
+        r.self_us += us - open.child_us;
+        ++r.calls;
+      }
+    }
+  }
+  std::vector<std::pair<std::string, Row>> sorted(rows.begin(), rows.end());
+  std::sort(sorted.begin(), sorted.end(), [](const auto& x, const auto& y) { return x.second.self_us > y.second.self_us; });
+  FILE* f = std::fopen(path.c_str(), "w");
+  if (!f) return;
+  for (const auto& [key, r] : sorted) {
+    const size_t tab = key.find('\t');
+    std::fprintf(f, "{\"op\":\"%s\",\"shapes\":\"%s\",\"self_ms\":%.3f,\"calls\":%lld}\n", key.substr(0, tab).c_str(),
+                 key.substr(tab + 1).c_str(), r.self_us / 1000, static_cast<long long>(r.calls));
+  }
+  std::fclose(f);
+}
+
 // Runs warm-up + measured steps on this rank; every rank calls it together.
 Measured measure(const Args& a, const std::string& preset, const std::string& dtype, bool gc, int64_t lora_rank,
                  std::shared_ptr<comm::ProcessGroup> pg) {
@@ -226,6 +278,11 @@ Measured measure(const Args& a, const std::string& preset, const std::string& dt
     std::unique_ptr<torch::autograd::profiler::RecordProfile> trace;
     if (!a.trace.empty() && rank == 0 && step + 1 == a.steps + a.warmup)
       trace = std::make_unique<torch::autograd::profiler::RecordProfile>(a.trace);
+    std::unique_ptr<torch::autograd::profiler::TLSLegacyProfilerGuard> op_table;
+    if (!a.op_table.empty() && rank == 0 && step + 1 == a.steps + a.warmup)
+      op_table = std::make_unique<torch::autograd::profiler::TLSLegacyProfilerGuard>(
+          torch::profiler::impl::ProfilerConfig(torch::profiler::impl::ProfilerState::CPU, /*report_input_shapes=*/true),
+          [path = a.op_table](const torch::autograd::profiler::thread_event_lists& lists) { write_op_table(lists, path); });
     auto t0 = Clock::now();
     for (int64_t i = 0; i < a.ga; ++i) {
       auto lp = s.log_probs(ids[i], mask, pos, false, head_chunk_of(a, c));
@@ -311,6 +368,8 @@ Measured run_ranks(const Args& a, const std::string& exe, const std::string& pre
                                   "--child-lora", std::to_string(lora_rank), "--lora-target", a.lora_target,
                                   "--head-chunk-tokens", std::to_string(a.head_chunk)};
     if (a.smoke) args.push_back("--smoke");
+    if (!a.trace.empty()) args.insert(args.end(), {"--trace", a.trace});
+    if (!a.op_table.empty()) args.insert(args.end(), {"--op-table", a.op_table});
     std::vector<char*> argv;
     for (auto& s : args) argv.push_back(s.data());
     argv.push_back(nullptr);
@@ -372,6 +431,7 @@ int main(int argc, char** argv) {
       for (auto& r : split(next())) a.lora_ranks.push_back(std::stoll(r));
     } else if (k == "--lora-target") a.lora_target = next();
     else if (k == "--trace") a.trace = next();
+    else if (k == "--op-table") a.op_table = next();
     else if (k == "--head-chunk-tokens") a.head_chunk = std::stoll(next());
     else if (k == "--rounds") a.rounds = std::max(1, std::stoi(next()));
     else if (k == "--child-lora") a.child_lora = std::stoll(next());

@@ -107,11 +107,17 @@ TEST(ModelLora, FreshAdaptersAreANoOpAndDisabledAdaptersGiveTheBase) {
 }
 
 // The adapters' gradients follow from the full model's: with W' = W + s B A and G = dL/dW',
-// dL/dB = s G A^T and dL/dA = s B^T G. G comes from plain autograd over the merged model.
-TEST(ModelLora, AdapterGradientsFollowFromTheFullModelsGradient) {
+// dL/dB = s G A^T and dL/dA = s B^T G. G comes from plain autograd over the merged model. Both
+// under gradient checkpointing: with an adapter on down_proj the whole layer is checkpointed;
+// without one the frozen down projection runs outside the checkpoint.
+class ModelLoraGradients : public ::testing::TestWithParam<const char*> {};
+
+INSTANTIATE_TEST_SUITE_P(Targets, ModelLoraGradients, ::testing::Values("q_proj,down_proj", "q_proj,k_proj,v_proj,o_proj"));
+
+TEST_P(ModelLoraGradients, FollowFromTheFullModelsGradient) {
   const auto batch = test::make_batch(4, 12, 96, 9);
   auto lora_model = test::tiny_model();
-  const LoraConfig lc = lora_of("q_proj,down_proj", 4, 12);
+  const LoraConfig lc = lora_of(GetParam(), 4, 12);
   lora_model->add_lora(lc, 3);
   randomise_b(*lora_model, 4, 0.2);
   auto full = test::tiny_model();

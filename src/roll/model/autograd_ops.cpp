@@ -13,9 +13,11 @@ namespace {
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
+using CheckpointedFn = std::function<std::vector<at::Tensor>(const at::Tensor&)>;
+
 struct FnHolder : torch::CustomClassHolder {
-  explicit FnHolder(std::shared_ptr<std::function<at::Tensor(const at::Tensor&)>> f) : fn(std::move(f)) {}
-  std::shared_ptr<std::function<at::Tensor(const at::Tensor&)>> fn;
+  explicit FnHolder(std::shared_ptr<CheckpointedFn> f) : fn(std::move(f)) {}
+  std::shared_ptr<CheckpointedFn> fn;
 };
 
 at::Tensor cpu_rng_state() {
@@ -31,8 +33,8 @@ void set_cpu_rng_state(const at::Tensor& state) {
 }
 
 struct CheckpointFn : public torch::autograd::Function<CheckpointFn> {
-  static at::Tensor forward(AutogradContext* ctx, std::shared_ptr<std::function<at::Tensor(const at::Tensor&)>> fn,
-                            at::Tensor x, at::TensorList params) {
+  static variable_list forward(AutogradContext* ctx, std::shared_ptr<CheckpointedFn> fn, at::Tensor x,
+                               at::TensorList params) {
     // The callable travels in a capsule: saved_data only holds IValues.
     ctx->saved_data["fn"] = c10::IValue::make_capsule(c10::make_intrusive<FnHolder>(fn));
     std::vector<at::Tensor> to_save{x};
@@ -41,6 +43,7 @@ struct CheckpointFn : public torch::autograd::Function<CheckpointFn> {
     // The recompute in backward must draw what this forward draws (dropout): keep the CPU
     // generator's state, as torch.utils.checkpoint's preserve_rng_state does.
     ctx->saved_data["rng"] = cpu_rng_state();
+    ctx->set_materialize_grads(false);  // an output without a gradient takes no part in backward
     at::NoGradGuard no_grad;
     return (*fn)(x);
   }
@@ -52,25 +55,32 @@ struct CheckpointFn : public torch::autograd::Function<CheckpointFn> {
     at::Tensor x = saved[0].detach().requires_grad_(saved[0].requires_grad());
     variable_list inputs{x};
     for (size_t i = 1; i < saved.size(); ++i) inputs.push_back(saved[i]);
-    at::Tensor y;
+    variable_list ys;
     {
       const at::Tensor now = cpu_rng_state();
       set_cpu_rng_state(ctx->saved_data["rng"].toTensor());
       at::AutoGradMode grad_mode(true);
-      y = (*fn)(x);
+      ys = (*fn)(x);
       set_cpu_rng_state(now);
     }
-    // Gradients for the input and every parameter that wants one.
-    variable_list wanted;
+    // Gradients for the input and every parameter that wants one, from the outputs that carry a
+    // gradient and a graph.
+    variable_list wanted, outputs, output_grads;
     std::vector<size_t> where;
     for (size_t i = 0; i < inputs.size(); ++i)
       if (inputs[i].requires_grad()) {
         wanted.push_back(inputs[i]);
         where.push_back(i);
       }
-    variable_list grads = wanted.empty() ? variable_list{}
-                                         : torch::autograd::grad({y}, wanted, {grad_out[0]}, /*retain_graph=*/false,
-                                                                 /*create_graph=*/false, /*allow_unused=*/true);
+    for (size_t i = 0; i < ys.size(); ++i)
+      if (grad_out[i].defined() && ys[i].requires_grad()) {
+        outputs.push_back(ys[i]);
+        output_grads.push_back(grad_out[i]);
+      }
+    variable_list grads = wanted.empty() || outputs.empty()
+                              ? variable_list(wanted.size())
+                              : torch::autograd::grad(outputs, wanted, output_grads, /*retain_graph=*/false,
+                                                      /*create_graph=*/false, /*allow_unused=*/true);
     variable_list out(1 + inputs.size());  // slot 0: the fn argument (not a tensor)
     for (size_t k = 0; k < where.size(); ++k) out[1 + where[k]] = grads[k];
     return out;
@@ -222,10 +232,14 @@ at::Tensor rope(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& si
   return RopeFn::apply(x, cos, sin);
 }
 
+std::vector<at::Tensor> checkpoint_outputs(const CheckpointedFn& fn, const at::Tensor& x, at::TensorList params) {
+  if (!at::GradMode::is_enabled()) return fn(x);
+  return CheckpointFn::apply(std::make_shared<CheckpointedFn>(fn), x, params);
+}
+
 at::Tensor checkpoint(const std::function<at::Tensor(const at::Tensor&)>& fn, const at::Tensor& x,
                       at::TensorList params) {
-  if (!at::GradMode::is_enabled()) return fn(x);
-  return CheckpointFn::apply(std::make_shared<std::function<at::Tensor(const at::Tensor&)>>(fn), x, params);
+  return checkpoint_outputs([fn](const at::Tensor& in) { return std::vector<at::Tensor>{fn(in)}; }, x, params)[0];
 }
 
 std::pair<at::Tensor, at::Tensor> chunked_token_log_probs(const at::Tensor& hidden, const at::Tensor& weight,

@@ -5,6 +5,7 @@
 
 #include <functional>
 #include <utility>
+#include <vector>
 
 namespace roll::model {
 
@@ -12,6 +13,9 @@ namespace roll::model {
 // tensors `fn` reads that need gradients (the layer's weights).
 at::Tensor checkpoint(const std::function<at::Tensor(const at::Tensor&)>& fn, const at::Tensor& x,
                       at::TensorList params);
+// The same for a `fn` of several outputs; backward takes the gradients of those that have one.
+std::vector<at::Tensor> checkpoint_outputs(const std::function<std::vector<at::Tensor>(const at::Tensor&)>& fn,
+                                           const at::Tensor& x, at::TensorList params);
 
 // Log-prob [M] (and entropy [M], or an undefined tensor) of `targets` [M] under
 // softmax(hidden [M, H] @ weight [V, H]^T), in fp32, `chunk` rows at a time. The [M, V] logits are

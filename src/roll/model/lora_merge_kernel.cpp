@@ -1,5 +1,7 @@
 #include "roll/model/lora_merge_kernel.h"
 
+#include <ATen/record_function.h>
+
 #include <ATen/ATen.h>
 #include <c10/util/BFloat16.h>
 #include <immintrin.h>
@@ -169,6 +171,7 @@ void lora_merge_cpu(const at::Tensor& out, const at::Tensor& w, const at::Tensor
 }
 
 void lora_merge_cpu(const std::vector<LoraMergeJob>& jobs, LoraMergeKernel kernel) {
+  RECORD_FUNCTION("roll::lora_merge", std::vector<c10::IValue>());  // a row of its own in op profiles
   at::NoGradGuard no_grad;
   std::vector<Prepared> mods;
   int64_t tiles = 0;

@@ -11,6 +11,7 @@
 
 #include "roll/core/error.h"
 #include "roll/model/autograd_ops.h"
+#include "roll/model/lora_linear.h"
 
 namespace roll::model {
 
@@ -72,15 +73,11 @@ AdapterUse adapter_use(const std::optional<LoraConfig>& lora, bool enabled) {
   return {lora->scale(), at::GradMode::is_enabled() ? lora->dropout : 0.0};
 }
 
-// A linear module with its LoRA adapter (PEFT's order: the input cast to the adapter's dtype,
-// dropout in training only, the sum back in the module's dtype).
+// A linear module with its LoRA adapter when the adapters take part (model/lora_linear.h).
 at::Tensor proj(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, const Transformer::Layer::Adapter& ad,
                const AdapterUse& use) {
-  at::Tensor y = linear(x, w, b);
-  if (use.scale == 0 || !ad.a.defined()) return y;
-  at::Tensor in = x.to(ad.a.scalar_type());
-  if (use.dropout > 0) in = at::dropout(in, use.dropout, /*train=*/true);
-  return y + (at::linear(at::linear(in, ad.a), ad.b) * use.scale).to(y.scalar_type());
+  if (use.scale == 0 || !ad.a.defined()) return linear(x, w, b);
+  return lora_linear(x, w, b, ad.a, ad.b, use.scale, use.dropout);
 }
 
 // q, k, v of a layer for x [..., hidden] -> [..., H, D] each, q/k normed (qwen3) and rotated.
@@ -108,15 +105,21 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> qkv(const Transformer::Layer& L, 
   return {q, k, v};
 }
 
-at::Tensor mlp(const Transformer::Layer& L, const at::Tensor& h, const AdapterUse& use) {
+// The MLP's SwiGLU activation, the input of its down projection.
+at::Tensor mlp_activation(const Transformer::Layer& L, const at::Tensor& h, const AdapterUse& use) {
   const at::Tensor none;
-  at::Tensor act = at::silu(proj(h, L.gate_w, none, L.gate_l, use)) * proj(h, L.up_w, none, L.up_l, use);
-  return proj(act, L.down_w, none, L.down_l, use);
+  return at::silu(proj(h, L.gate_w, none, L.gate_l, use)) * proj(h, L.up_w, none, L.up_l, use);
 }
 
-// One decoder layer over a padded batch: x [B, T, hidden], mask [B, 1, T, T] additive.
-at::Tensor layer_forward(const Transformer::Layer& L, const ModelConfig& c, const at::Tensor& x,
-                         const at::Tensor& mask, const at::Tensor& cos, const at::Tensor& sin, const AdapterUse& use) {
+at::Tensor down_projection(const Transformer::Layer& L, const at::Tensor& act, const AdapterUse& use) {
+  return proj(act, L.down_w, at::Tensor(), L.down_l, use);
+}
+
+// One decoder layer over a padded batch up to the down projection: x [B, T, hidden], mask
+// [B, 1, T, T] additive -> the residual stream after attention and the MLP's activation.
+std::pair<at::Tensor, at::Tensor> layer_until_down(const Transformer::Layer& L, const ModelConfig& c,
+                                                   const at::Tensor& x, const at::Tensor& mask, const at::Tensor& cos,
+                                                   const at::Tensor& sin, const AdapterUse& use) {
   const int64_t B = x.size(0), T = x.size(1);
   at::Tensor h = rms_norm(x, L.in_norm, c.rms_norm_eps);
   auto [q, k, v] = qkv(L, c, h, cos, sin, use);
@@ -137,7 +140,21 @@ at::Tensor layer_forward(const Transformer::Layer& L, const ModelConfig& c, cons
   at::Tensor probs = at::softmax(mask + scores, -1).to(x.scalar_type());
   at::Tensor attn = at::matmul(probs, v).transpose(1, 2).reshape({B, T, -1});
   at::Tensor y = x + proj(attn, L.o_w, at::Tensor(), L.o_l, use);
-  return y + mlp(L, rms_norm(y, L.post_norm, c.rms_norm_eps), use);
+  return {y, mlp_activation(L, rms_norm(y, L.post_norm, c.rms_norm_eps), use)};
+}
+
+at::Tensor layer_forward(const Transformer::Layer& L, const ModelConfig& c, const at::Tensor& x,
+                         const at::Tensor& mask, const at::Tensor& cos, const at::Tensor& sin, const AdapterUse& use) {
+  auto [y, act] = layer_until_down(L, c, x, mask, cos, sin, use);
+  return y + down_projection(L, act, use);
+}
+
+// Under gradient checkpointing a frozen down projection without an adapter runs outside the
+// layer's checkpoint: its backward needs only the weight and the gradient, not the activation,
+// so nothing more is kept, and the recompute in backward skips a third of the MLP's products
+// (LoRA on the attention modules).
+bool down_outside_checkpoint(const Transformer::Layer& L, const AdapterUse& use) {
+  return !L.down_w.requires_grad() && (use.scale == 0 || !L.down_l.a.defined());
 }
 
 // Additive fp32 mask [B, 1, T, T]: causal and key padding. Masked entries get the most negative
@@ -430,9 +447,19 @@ at::Tensor Transformer::run_layers(at::Tensor x, const at::Tensor& mask, const a
     if (gradient_checkpointing && at::GradMode::is_enabled()) {
       const ModelConfig& c = config_;
       auto params = L.all();
-      x = checkpoint(
-          [&L, &c, mask, cos, sin, use](const at::Tensor& in) { return layer_forward(L, c, in, mask, cos, sin, use); }, x,
-          params);
+      if (down_outside_checkpoint(L, use)) {
+        auto out = checkpoint_outputs(
+            [&L, &c, mask, cos, sin, use](const at::Tensor& in) {
+              auto [y, act] = layer_until_down(L, c, in, mask, cos, sin, use);
+              return std::vector<at::Tensor>{y, act};
+            },
+            x, params);
+        x = out[0] + down_projection(L, out[1], use);
+      } else {
+        x = checkpoint(
+            [&L, &c, mask, cos, sin, use](const at::Tensor& in) { return layer_forward(L, c, in, mask, cos, sin, use); },
+            x, params);
+      }
     } else {
       x = layer_forward(L, config_, x, mask, cos, sin, use);
     }
@@ -521,7 +548,7 @@ at::Tensor Transformer::forward_tokens(const at::Tensor& tokens, const at::Tenso
     auto [q, k, v] = qkv(L, config_, h, cos, sin, use);
     at::Tensor attn = backend.attend(static_cast<int64_t>(i), q, k, v);
     at::Tensor y = x + proj(attn, L.o_w, at::Tensor(), L.o_l, use);
-    x = y + mlp(L, rms_norm(y, L.post_norm, config_.rms_norm_eps), use);
+    x = y + down_projection(L, mlp_activation(L, rms_norm(y, L.post_norm, config_.rms_norm_eps), use), use);
   }
   return final_norm(x);
 }
