@@ -15,10 +15,11 @@ struct Grads {
   at::Tensor logp, entropy, hidden, weight;
 };
 
-Grads run(int64_t rows, int64_t hidden_size, int64_t vocab, int64_t chunk, bool chunked) {
+Grads run(int64_t rows, int64_t hidden_size, int64_t vocab, int64_t chunk, bool chunked,
+         at::ScalarType dtype = at::kFloat, bool frozen_weight = false) {
   at::manual_seed(rows * 31 + hidden_size);
-  at::Tensor h = at::randn({rows, hidden_size}, at::kDouble).to(at::kFloat).requires_grad_(true);
-  at::Tensor w = (at::randn({vocab, hidden_size}, at::kDouble) * 0.3).to(at::kFloat).requires_grad_(true);
+  at::Tensor h = at::randn({rows, hidden_size}, at::kDouble).to(dtype).requires_grad_(true);
+  at::Tensor w = (at::randn({vocab, hidden_size}, at::kDouble) * 0.3).to(dtype).requires_grad_(!frozen_weight);
   at::Tensor targets = at::randint(0, vocab, {rows}, at::kLong);
   at::Tensor gl = at::rand({rows}), ge = at::rand({rows});
   at::Tensor logp, ent;
@@ -51,6 +52,22 @@ TEST(ModelAutogradOps, ChunkedLogProbsMatchFullLogitsOnBothBackwardPaths) {
     expect_close(got.entropy, ref.entropy, "entropy");
     expect_close(got.hidden, ref.hidden, "hidden gradient");
     expect_close(got.weight, ref.weight, "weight gradient");
+  }
+}
+
+// A frozen head (LoRA) gets no weight gradient, and the hidden gradient is the one it gets when the
+// weight trains: fp32 on both backward paths, bf16 bit for bit.
+TEST(ModelAutogradOps, AFrozenHeadGetsNoWeightGradientAndTheSameHiddenGradient) {
+  for (auto [rows, hidden] : {std::pair<int64_t, int64_t>{12, 16}, {40, 16}}) {
+    SCOPED_TRACE(rows);
+    const Grads ref = run(rows, hidden, 97, 5, false);
+    const Grads got = run(rows, hidden, 97, 5, true, at::kFloat, /*frozen_weight=*/true);
+    EXPECT_FALSE(got.weight.defined());
+    expect_close(got.hidden, ref.hidden, "hidden gradient");
+    const Grads trained16 = run(rows, hidden, 97, 5, true, at::kBFloat16);
+    const Grads frozen16 = run(rows, hidden, 97, 5, true, at::kBFloat16, /*frozen_weight=*/true);
+    EXPECT_FALSE(frozen16.weight.defined());
+    EXPECT_TRUE(at::equal(frozen16.hidden, trained16.hidden));
   }
 }
 

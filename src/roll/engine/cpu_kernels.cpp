@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "roll/core/avx2_vec.h"
 #include "roll/core/cpu_features.h"
 
 namespace roll::engine::kernels {
@@ -37,10 +38,8 @@ void matmul_ref(const float* x, int64_t M, int64_t K, const T* w, int64_t n0, in
 #define AVX2 __attribute__((target("avx2,fma")))
 
 AVX2 inline __m256 load8(const float* p) { return _mm256_loadu_ps(p); }
-AVX2 inline __m256 load8(const uint16_t* p) {
-  __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
-}
+AVX2 inline __m256 load8(const uint16_t* p) { return core::avx2::load8_bf16(p); }
+using core::avx2::exp8;
 
 template <typename T>
 AVX2 float dot_avx2(const float* a, const T* b, int64_t n) {
@@ -181,27 +180,6 @@ AVX2 void bf16_to_float_avx2(const uint16_t* src, float* dst, int64_t n) {
 }
 
 const bool kAvx2 = core::cpu_features().avx2;
-
-// exp(x) for 8 floats: Cephes' expf (range reduction by ln 2 in two parts, degree-5 polynomial),
-// relative error ~1e-7; inputs below -87.3 give 0.
-AVX2 inline __m256 exp8(__m256 x) {
-  const __m256 lo = _mm256_set1_ps(-87.33654f), hi = _mm256_set1_ps(88.3762626647949f);
-  const __m256 tiny = _mm256_cmp_ps(x, lo, _CMP_LT_OQ);
-  x = _mm256_max_ps(_mm256_min_ps(x, hi), lo);
-  __m256 fx = _mm256_fmadd_ps(x, _mm256_set1_ps(1.44269504088896341f), _mm256_set1_ps(0.5f));
-  fx = _mm256_floor_ps(fx);
-  x = _mm256_fnmadd_ps(fx, _mm256_set1_ps(0.693359375f), x);
-  x = _mm256_fnmadd_ps(fx, _mm256_set1_ps(-2.12194440e-4f), x);
-  __m256 y = _mm256_set1_ps(1.9875691500E-4f);
-  y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(1.3981999507E-3f));
-  y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(8.3334519073E-3f));
-  y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(4.1665795894E-2f));
-  y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(1.6666665459E-1f));
-  y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(5.0000001201E-1f));
-  y = _mm256_fmadd_ps(y, _mm256_mul_ps(x, x), _mm256_add_ps(x, _mm256_set1_ps(1.0f)));
-  const __m256i pow2n = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvttps_epi32(fx), _mm256_set1_epi32(127)), 23);
-  return _mm256_andnot_ps(tiny, _mm256_mul_ps(y, _mm256_castsi256_ps(pow2n)));
-}
 
 AVX2 float max_avx2(const float* x, int64_t n) {
   __m256 m0 = _mm256_set1_ps(-INFINITY), m1 = m0;

@@ -153,11 +153,16 @@ struct ChunkedLogProbFn : public torch::autograd::Function<ChunkedLogProbFn> {
     // path ran thin fp32 products into an fp32 [vocab, hidden] accumulator at a fraction of the
     // bf16 rate; the one product accumulates in fp32 inside the GEMM and rounds once, as the fp32
     // accumulator's cast did.
-    const bool one_product = !fp32 && kept.defined() && m > 0 && hidden.scalar_type() == weight.scalar_type();
+    // A frozen head (LoRA, a frozen embedding tied to it) takes no weight gradient: a third of the
+    // head's backward products.
+    const bool weight_grad = ctx->needs_input_grad(1);
+    const bool one_product =
+        weight_grad && !fp32 && kept.defined() && m > 0 && hidden.scalar_type() == weight.scalar_type();
     at::Tensor g_hidden = at::empty(hidden.sizes(), hidden.options());
     at::Tensor g_rows = one_product ? at::empty({m, weight.size(0)}, weight.options()) : at::Tensor();
-    at::Tensor g_weight = one_product ? at::Tensor() : at::empty(weight.sizes(), weight.options().dtype(at::kFloat));
-    if (m == 0) g_weight.zero_();
+    at::Tensor g_weight = !weight_grad || one_product ? at::Tensor()
+                                                      : at::empty(weight.sizes(), weight.options().dtype(at::kFloat));
+    if (m == 0 && g_weight.defined()) g_weight.zero_();
     at::NoGradGuard no_grad;
     for (int64_t s = 0; s < m; s += chunk) {
       const int64_t e = std::min(m, s + chunk);
@@ -180,7 +185,12 @@ struct ChunkedLogProbFn : public torch::autograd::Function<ChunkedLogProbFn> {
       }
       if (!g.defined()) g = at::zeros_like(p);
       at::Tensor gh = g_hidden.slice(0, s, e);
-      if (fp32) {
+      if (!weight_grad) {
+        if (fp32)
+          at::mm_out(gh, g, weight);
+        else
+          gh.copy_(at::matmul(g.to(hidden.scalar_type()), weight));
+      } else if (fp32) {
         at::mm_out(gh, g, weight);
         g_weight.addmm_(g.t(), h, /*beta=*/s == 0 ? 0.0 : 1.0);
       } else if (one_product) {
@@ -193,7 +203,8 @@ struct ChunkedLogProbFn : public torch::autograd::Function<ChunkedLogProbFn> {
       }
     }
     if (one_product) return {g_hidden, at::mm(g_rows.t(), hidden), at::Tensor(), at::Tensor(), at::Tensor()};
-    return {g_hidden, g_weight.to(weight.scalar_type()), at::Tensor(), at::Tensor(), at::Tensor()};
+    return {g_hidden, weight_grad ? g_weight.to(weight.scalar_type()) : at::Tensor(), at::Tensor(), at::Tensor(),
+            at::Tensor()};
   }
 };
 

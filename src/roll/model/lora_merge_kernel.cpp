@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "roll/core/avx2_vec.h"
 #include "roll/core/cpu_features.h"
 #include "roll/core/parallel_for.h"
 
@@ -43,24 +44,10 @@ __attribute__((target("avx2,fma"))) inline void add_store8(float* out, const flo
   _mm256_storeu_ps(out, _mm256_fmadd_ps(acc, scale, _mm256_loadu_ps(w)));
 }
 
-// 8 fp32 lanes to the bits of bf16 (in the low half of each 32-bit lane), nearest, ties to even;
-// NaN stays a quiet NaN.
-__attribute__((target("avx2,fma"))) inline __m256i round_to_bf16_bits(__m256 v) {
-  const __m256i bits = _mm256_castps_si256(v);
-  const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(bits, 16), _mm256_set1_epi32(1));
-  const __m256i rounded = _mm256_srli_epi32(_mm256_add_epi32(bits, _mm256_add_epi32(lsb, _mm256_set1_epi32(0x7fff))), 16);
-  const __m256 nan = _mm256_cmp_ps(v, v, _CMP_UNORD_Q);
-  return _mm256_blendv_epi8(rounded, _mm256_set1_epi32(0x7fc0), _mm256_castps_si256(nan));
-}
-
 __attribute__((target("avx2,fma"))) inline void add_store8(c10::BFloat16* out, const c10::BFloat16* w, __m256 acc,
                                                             __m256 scale) {
-  const __m128i wv = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w));
-  const __m256 sum = _mm256_fmadd_ps(acc, scale, _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(wv), 16)));
-  const __m256i bits = round_to_bf16_bits(sum);
-  // packus works within 128-bit lanes; the permute brings lanes 0-3 and 4-7 together in the low half.
-  const __m256i packed = _mm256_permute4x64_epi64(_mm256_packus_epi32(bits, bits), 0xD8);
-  _mm_storeu_si128(reinterpret_cast<__m128i*>(out), _mm256_castsi256_si128(packed));
+  const __m256 sum = _mm256_fmadd_ps(acc, scale, core::avx2::load8_bf16(reinterpret_cast<const uint16_t*>(w)));
+  core::avx2::store8_bf16(reinterpret_cast<uint16_t*>(out), sum);
 }
 
 // R rows x 8V columns starting at row pointers out/w/b and column j. 4 x 24 keeps 12

@@ -12,6 +12,7 @@
 #include "roll/core/error.h"
 #include "roll/model/autograd_ops.h"
 #include "roll/model/lora_linear.h"
+#include "roll/model/swiglu.h"
 
 namespace roll::model {
 
@@ -108,7 +109,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> qkv(const Transformer::Layer& L, 
 // The MLP's SwiGLU activation, the input of its down projection.
 at::Tensor mlp_activation(const Transformer::Layer& L, const at::Tensor& h, const AdapterUse& use) {
   const at::Tensor none;
-  return at::silu(proj(h, L.gate_w, none, L.gate_l, use)) * proj(h, L.up_w, none, L.up_l, use);
+  return swiglu(proj(h, L.gate_w, none, L.gate_l, use), proj(h, L.up_w, none, L.up_l, use));
 }
 
 at::Tensor down_projection(const Transformer::Layer& L, const at::Tensor& act, const AdapterUse& use) {
