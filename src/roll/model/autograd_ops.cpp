@@ -7,6 +7,8 @@
 #include <torch/csrc/autograd/autograd.h>
 #include <torch/csrc/autograd/custom_function.h>
 
+#include "roll/model/logit_rows.h"
+
 namespace roll::model {
 namespace {
 
@@ -87,14 +89,37 @@ struct CheckpointFn : public torch::autograd::Function<CheckpointFn> {
   }
 };
 
-// Forward of the chunked log-prob, shared by the autograd and the no-grad paths. With `kept`
-// ([M, V] fp32) it also writes every row's log-softmax there, for a backward without recompute.
+
+// Forward of the chunked log-prob, shared by the autograd and the no-grad paths. A bf16 head on an
+// AVX2 CPU takes the fused row kernels (model/logit_rows.h): its logits stay bf16, as the product
+// rounds them, and backward needs only them and each row's log-sum-exp (`lse_out`). With `kept`
+// ([M, V]) every row is kept for a backward without recompute: the bf16 logits on the fused path,
+// else the fp32 log-softmax.
 void chunked_forward(const at::Tensor& hidden, const at::Tensor& weight, const at::Tensor& targets,
                      bool with_entropy, int64_t chunk, at::Tensor& logp, at::Tensor& entropy,
-                     at::Tensor* kept = nullptr) {
+                     at::Tensor* kept = nullptr, at::Tensor* lse_out = nullptr) {
   const int64_t m = hidden.size(0);
   logp = at::empty({m}, hidden.options().dtype(at::kFloat));
   if (with_entropy) entropy = at::empty({m}, hidden.options().dtype(at::kFloat));
+  if (logit_rows_apply(hidden, weight)) {
+    at::Tensor lse = at::empty({m}, hidden.options().dtype(at::kFloat));
+    at::Tensor scratch;
+    for (int64_t s = 0; s < m; s += chunk) {
+      const int64_t e = std::min(m, s + chunk);
+      at::Tensor logits;
+      if (kept) {
+        logits = kept->slice(0, s, e);
+      } else {
+        if (!scratch.defined()) scratch = at::empty({std::min(chunk, m), weight.size(0)}, weight.options());
+        logits = scratch.slice(0, 0, e - s);
+      }
+      at::mm_out(logits, hidden.slice(0, s, e), weight.t());
+      logit_rows_forward(logits, targets.slice(0, s, e), lse.slice(0, s, e), logp.slice(0, s, e),
+                         with_entropy ? entropy.slice(0, s, e) : at::Tensor());
+    }
+    if (lse_out) *lse_out = lse;
+    return;
+  }
   for (int64_t s = 0; s < m; s += chunk) {
     const int64_t e = std::min(m, s + chunk);
     at::Tensor logits = at::matmul(hidden.slice(0, s, e), weight.t()).to(at::kFloat);
@@ -112,23 +137,75 @@ void chunked_forward(const at::Tensor& hidden, const at::Tensor& weight, const a
   }
 }
 
+// Backward of the fused path: each chunk's logits (kept, else recomputed in bf16) give its logit
+// gradient in one pass (bf16, as the products take it), then the hidden gradient's product; the
+// weight gradient is one product over all rows at the end, or per chunk into fp32 when the rows
+// were not kept.
+variable_list fused_backward(const at::Tensor& hidden, const at::Tensor& weight, const at::Tensor& targets,
+                             const at::Tensor& entropy, const at::Tensor& kept, const at::Tensor& lse,
+                             const at::Tensor& g_logp, const at::Tensor& g_ent, int64_t chunk, bool weight_grad) {
+  at::NoGradGuard no_grad;
+  const int64_t m = hidden.size(0), vocab = weight.size(0);
+  const bool one_product = weight_grad && kept.defined() && m > 0;
+  at::Tensor g_hidden = at::empty(hidden.sizes(), hidden.options());
+  at::Tensor g_rows = one_product ? at::empty({m, vocab}, weight.options()) : at::Tensor();
+  at::Tensor g_weight = weight_grad && !one_product ? at::zeros(weight.sizes(), weight.options().dtype(at::kFloat))
+                                                    : at::Tensor();
+  at::Tensor scratch_logits, scratch_grad;
+  auto slice_or = [](const at::Tensor& t, int64_t s, int64_t e) { return t.defined() ? t.slice(0, s, e) : t; };
+  for (int64_t s = 0; s < m; s += chunk) {
+    const int64_t e = std::min(m, s + chunk);
+    const at::Tensor h = hidden.slice(0, s, e);
+    at::Tensor logits;
+    if (kept.defined()) {
+      logits = kept.slice(0, s, e);
+    } else {
+      if (!scratch_logits.defined()) scratch_logits = at::empty({std::min(chunk, m), vocab}, weight.options());
+      logits = scratch_logits.slice(0, 0, e - s);
+      at::mm_out(logits, h, weight.t());
+    }
+    at::Tensor g;
+    if (one_product) {
+      g = g_rows.slice(0, s, e);
+    } else {
+      if (!scratch_grad.defined()) scratch_grad = at::empty({std::min(chunk, m), vocab}, weight.options());
+      g = scratch_grad.slice(0, 0, e - s);
+    }
+    logit_rows_backward(logits, targets.slice(0, s, e), lse.slice(0, s, e), slice_or(entropy, s, e),
+                        slice_or(g_logp, s, e), slice_or(g_ent, s, e), g);
+    at::Tensor gh = g_hidden.slice(0, s, e);
+    at::mm_out(gh, g, weight);
+    if (g_weight.defined()) g_weight.addmm_(g.t().to(at::kFloat), h.to(at::kFloat));
+  }
+  at::Tensor g_w;
+  if (one_product)
+    g_w = at::mm(g_rows.t(), hidden);
+  else if (g_weight.defined())
+    g_w = g_weight.to(weight.scalar_type());
+  return {g_hidden, g_w, at::Tensor(), at::Tensor(), at::Tensor()};
+}
+
 struct ChunkedLogProbFn : public torch::autograd::Function<ChunkedLogProbFn> {
   static variable_list forward(AutogradContext* ctx, at::Tensor hidden, at::Tensor weight, at::Tensor targets,
                                bool with_entropy, int64_t chunk) {
-    at::Tensor logp, entropy, kept;
+    at::Tensor logp, entropy, kept, lse;
+    const bool fused = logit_rows_apply(hidden, weight);
     {
       at::NoGradGuard no_grad;
       // Backward needs every row's log-softmax. Recomputing it is a third of the head's backward
-      // products; keeping it costs rows x vocab fp32, which is no more than the [vocab, hidden]
-      // fp32 weight gradient backward makes anyway while there are at most `hidden` rows.
+      // products; keeping it costs rows x vocab fp32 (bf16 logits on the fused path), which is no
+      // more than the [vocab, hidden] fp32 weight gradient backward makes anyway while there are
+      // at most `hidden` rows.
       if (hidden.size(0) <= weight.size(1))
-        kept = at::empty({hidden.size(0), weight.size(0)}, hidden.options().dtype(at::kFloat));
-      chunked_forward(hidden, weight, targets, with_entropy, chunk, logp, entropy, kept.defined() ? &kept : nullptr);
+        kept = at::empty({hidden.size(0), weight.size(0)}, fused ? weight.options() : hidden.options().dtype(at::kFloat));
+      chunked_forward(hidden, weight, targets, with_entropy, chunk, logp, entropy, kept.defined() ? &kept : nullptr,
+                      &lse);
     }
     ctx->saved_data["chunk"] = chunk;
     ctx->saved_data["with_entropy"] = with_entropy;
+    ctx->saved_data["fused"] = fused;
     if (!with_entropy) entropy = at::zeros_like(logp);
-    ctx->save_for_backward({hidden, weight, targets, entropy, kept});
+    ctx->save_for_backward({hidden, weight, targets, entropy, kept, lse});
     return {logp, entropy};
   }
 
@@ -141,8 +218,11 @@ struct ChunkedLogProbFn : public torch::autograd::Function<ChunkedLogProbFn> {
     const at::Tensor& kept = saved[4];
     const int64_t chunk = ctx->saved_data["chunk"].toInt();
     const bool with_entropy = ctx->saved_data["with_entropy"].toBool();
-    at::Tensor g_logp = grads[0].defined() ? grads[0].to(at::kFloat) : at::Tensor();
-    at::Tensor g_ent = with_entropy && grads[1].defined() ? grads[1].to(at::kFloat) : at::Tensor();
+    at::Tensor g_logp = grads[0].defined() ? grads[0].to(at::kFloat).contiguous() : at::Tensor();
+    at::Tensor g_ent = with_entropy && grads[1].defined() ? grads[1].to(at::kFloat).contiguous() : at::Tensor();
+    if (ctx->saved_data["fused"].toBool())
+      return fused_backward(hidden, weight, targets, entropy, kept, saved[5], g_logp, g_ent, chunk,
+                            ctx->needs_input_grad(1));
     const int64_t m = hidden.size(0);
     const bool fp32 = hidden.scalar_type() == at::kFloat && weight.scalar_type() == at::kFloat;
     // fp32: both gradients are written by the products themselves (the first chunk's product sets

@@ -92,7 +92,8 @@ struct TrainStrategy::Impl : model::LayerHooks {
   void gather(size_t u);
   void release(size_t u);
   void release_all();
-  void sync_params_from_master();
+  // Stages 1/2: every rank's updated chunk of the weights gathered back into the full weights.
+  void gather_params();
   void begin_forward();
   void end_forward();
 };

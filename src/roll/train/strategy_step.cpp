@@ -8,14 +8,13 @@
 
 namespace roll::train {
 
-void TrainStrategy::Impl::sync_params_from_master() {
+void TrainStrategy::Impl::gather_params() {
   at::NoGradGuard no_grad;
   std::vector<comm::Work> gathers;
   std::vector<at::Tensor> keep;
   for (size_t u = 0; u < units.size(); ++u) {
     UnitState& us = units[u];
     at::Tensor own = own_params(u);
-    if (!us.master_aliases) own.copy_(us.master);  // fp32 master -> bf16 weights
     if ((stage == 1 || stage == 2) && params_pg) {
       // Every rank updated its own chunk; gather the chunks back into the full weights. The input
       // is copied because it lives inside the output buffer.
@@ -51,20 +50,25 @@ StepStats TrainStrategy::step() {
   st.grad_norm = std::sqrt(sq);
   st.lr = s.schedule.lr(s.global_step);
   st.skipped = !is_finite_norm(st.grad_norm);
+  // The clip, zeroing the gradients and writing the model's weights from the master ride along the
+  // update's pass (UpdateExtras); a gradient the update reads only part of (stage 1) is zeroed apart.
+  std::vector<bool> zeroed(s.units.size(), false);
   if (!st.skipped) {
-    if (s.opt.max_grad_norm > 0) {
-      const double coef = clip_coefficient(st.grad_norm, s.opt.max_grad_norm);
-      if (coef < 1.0)
-        for (size_t u = 0; u < s.units.size(); ++u) s.own_grad(u).mul_(coef);
-    }
+    UpdateExtras extras;
+    if (s.opt.max_grad_norm > 0) extras.grad_scale = clip_coefficient(st.grad_norm, s.opt.max_grad_norm);
     ++s.optimizer_steps;
     for (size_t u = 0; u < s.units.size(); ++u) {
+      UnitState& us = s.units[u];
       at::Tensor g = s.own_grad(u);
-      optimizer_update(s.hyper, s.units[u].master, g, s.units[u].slot, st.lr, s.optimizer_steps);
+      extras.zero_grad = g.numel() == us.grad.numel();
+      extras.weights_out = us.master_aliases ? at::Tensor() : s.own_params(u);
+      optimizer_update(s.hyper, us.master, g, us.slot, st.lr, s.optimizer_steps, extras);
+      zeroed[u] = extras.zero_grad;
     }
-    s.sync_params_from_master();
+    s.gather_params();
   }
-  for (UnitState& us : s.units) us.grad.zero_();
+  for (size_t u = 0; u < s.units.size(); ++u)
+    if (!zeroed[u]) s.units[u].grad.zero_();
   ++s.global_step;
   s.micro_done = 0;
   s.micro_expected = s.opt.gradient_accumulation_steps;
