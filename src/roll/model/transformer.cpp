@@ -12,6 +12,7 @@
 #include "roll/core/error.h"
 #include "roll/model/autograd_ops.h"
 #include "roll/model/lora_linear.h"
+#include "roll/model/rms_norm.h"
 #include "roll/model/swiglu.h"
 
 namespace roll::model {
@@ -38,13 +39,6 @@ struct Transformer::Layer {
 };
 
 namespace {
-
-// HF's RMSNorm: normalise in fp32, scale in the input dtype.
-at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& w, double eps) {
-  at::Tensor xf = x.to(at::kFloat);
-  at::Tensor var = xf.pow(2).mean(-1, /*keepdim=*/true);
-  return w * (xf * at::rsqrt(var + eps)).to(x.scalar_type());
-}
 
 // cos/sin of HF's rotate-half RoPE for `positions` (any shape) -> [..., head_dim].
 std::pair<at::Tensor, at::Tensor> rope_tables(const at::Tensor& positions, int64_t head_dim, double theta,
