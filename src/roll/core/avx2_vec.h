@@ -2,13 +2,31 @@
 // 8-lane fp32 building blocks of the AVX2 kernels (engine, LoRA merge, training's SwiGLU): bf16
 // widened on load and rounded on store, and exp. Include only from files whose callers check
 // core::cpu_features().avx2 before calling into code that uses them.
+#include <c10/util/BFloat16.h>
 #include <immintrin.h>
 
 #include <cstdint>
+#include <cstring>
 
 namespace roll::core::avx2 {
 
 #define ROLL_AVX2 __attribute__((target("avx2,fma")))
+
+// One bf16 (a raw 16-bit word) widened to fp32: exact, bf16 is the upper half of an fp32.
+inline float widen_bf16(uint16_t v) {
+  const uint32_t bits = static_cast<uint32_t>(v) << 16;
+  float f;
+  std::memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
+// The sum of 8 lanes.
+ROLL_AVX2 inline float hsum(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
 
 // 8 bf16 (raw 16-bit words) widened to fp32: exact, bf16 is the upper half of an fp32.
 ROLL_AVX2 inline __m256 load8_bf16(const uint16_t* p) {
@@ -34,6 +52,13 @@ ROLL_AVX2 inline void store8_bf16(uint16_t* out, __m256 v) {
   _mm_storeu_si128(reinterpret_cast<__m128i*>(out), _mm256_castsi256_si128(packed));
 }
 
+// The same over the element types of training's tensors: fp32 as it is, c10::BFloat16 widened
+// on load and rounded on store.
+ROLL_AVX2 inline __m256 load8(const float* p) { return _mm256_loadu_ps(p); }
+ROLL_AVX2 inline __m256 load8(const c10::BFloat16* p) { return load8_bf16(reinterpret_cast<const uint16_t*>(p)); }
+ROLL_AVX2 inline void store8(float* p, __m256 v) { _mm256_storeu_ps(p, v); }
+ROLL_AVX2 inline void store8(c10::BFloat16* p, __m256 v) { store8_bf16(reinterpret_cast<uint16_t*>(p), v); }
+
 // exp(x) for 8 floats: Cephes' expf (range reduction by ln 2 in two parts, degree-5 polynomial),
 // relative error ~1e-7; inputs below -87.3 give 0, above 88.4 the largest finite result.
 ROLL_AVX2 inline __m256 exp8(__m256 x) {
@@ -56,3 +81,16 @@ ROLL_AVX2 inline __m256 exp8(__m256 x) {
 }
 
 }  // namespace roll::core::avx2
+
+namespace roll::core {
+
+// fn(T{}) with T the element type of a bf16 tensor (`bf16`) or an fp32 one.
+template <typename Fn>
+void with_float_or_bf16(bool bf16, Fn&& fn) {
+  if (bf16)
+    fn(c10::BFloat16());
+  else
+    fn(float());
+}
+
+}  // namespace roll::core

@@ -17,12 +17,7 @@ namespace {
 
 namespace v8 = core::avx2;
 
-inline float widen(uint16_t v) {
-  const uint32_t bits = static_cast<uint32_t>(v) << 16;
-  float f;
-  std::memcpy(&f, &bits, sizeof f);
-  return f;
-}
+using v8::widen_bf16;
 
 ROLL_AVX2 float row_max(const uint16_t* z, int64_t n) {
   __m256 m0 = _mm256_set1_ps(-INFINITY), m1 = m0;
@@ -34,7 +29,7 @@ ROLL_AVX2 float row_max(const uint16_t* z, int64_t n) {
   float lanes[8];
   _mm256_storeu_ps(lanes, _mm256_max_ps(m0, m1));
   float m = *std::max_element(lanes, lanes + 8);
-  for (; j < n; ++j) m = std::max(m, widen(z[j]));
+  for (; j < n; ++j) m = std::max(m, widen_bf16(z[j]));
   return m;
 }
 
@@ -63,7 +58,7 @@ ROLL_AVX2 void row_sums(const uint16_t* z, int64_t n, float m, bool with_z, doub
   sum = hsum(s);
   sum_z = hsum(sz);
   for (; j < n; ++j) {
-    const float d = widen(z[j]) - m, e = std::exp(d);
+    const float d = widen_bf16(z[j]) - m, e = std::exp(d);
     sum += e;
     sum_z += static_cast<double>(e) * d;
   }
@@ -81,7 +76,7 @@ ROLL_AVX2 void row_grad(const uint16_t* z, int64_t n, float lse, float a, float 
     v8::store8_bf16(g + j, _mm256_mul_ps(p, coef));
   }
   for (; j < n; ++j) {
-    const float zj = widen(z[j]), p = std::exp(zj - lse);
+    const float zj = widen_bf16(z[j]), p = std::exp(zj - lse);
     const float v = p * (-a - b * (zj - shift));
     g[j] = c10::BFloat16(v).x;
   }
@@ -115,7 +110,7 @@ void logit_rows_forward(const at::Tensor& logits, const at::Tensor& targets, con
       row_sums(z, n, m, ent_p != nullptr, sum, sum_z);
       const double l = static_cast<double>(m) + std::log(sum);
       lse_p[r] = static_cast<float>(l);
-      logp_p[r] = static_cast<float>(static_cast<double>(widen(z[t[r]])) - l);
+      logp_p[r] = static_cast<float>(static_cast<double>(widen_bf16(z[t[r]])) - l);
       // H = lse - Σ p z = log Σ e^(z-m) - Σ e^(z-m) (z-m) / Σ e^(z-m).
       if (ent_p) ent_p[r] = static_cast<float>(std::log(sum) - sum_z / sum);
     }
@@ -142,7 +137,7 @@ void logit_rows_backward(const at::Tensor& logits, const at::Tensor& targets, co
       uint16_t* gr = g + r * n;
       row_grad(z, n, lse_p[r], a, b, shift, gr);
       if (gl) {  // the target's own term, formed once in fp32 and rounded once
-        const float zt = widen(z[t[r]]), p = std::exp(zt - lse_p[r]);
+        const float zt = widen_bf16(z[t[r]]), p = std::exp(zt - lse_p[r]);
         gr[t[r]] = c10::BFloat16(a * (1.0f - p) - b * p * (zt - shift)).x;
       }
     }

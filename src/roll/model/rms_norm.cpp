@@ -20,10 +20,9 @@ using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 namespace v8 = core::avx2;
 
-ROLL_AVX2 inline __m256 load8(const float* p) { return _mm256_loadu_ps(p); }
-ROLL_AVX2 inline __m256 load8(const c10::BFloat16* p) { return v8::load8_bf16(reinterpret_cast<const uint16_t*>(p)); }
-ROLL_AVX2 inline void store8(float* p, __m256 v) { _mm256_storeu_ps(p, v); }
-ROLL_AVX2 inline void store8(c10::BFloat16* p, __m256 v) { v8::store8_bf16(reinterpret_cast<uint16_t*>(p), v); }
+using v8::load8;
+using v8::store8;
+
 // The value as the dtype holds it: bf16 rounds (nearest, ties to even), fp32 is itself.
 ROLL_AVX2 inline __m256 as_dtype(__m256 v, float) { return v; }
 ROLL_AVX2 inline __m256 as_dtype(__m256 v, c10::BFloat16) {
@@ -32,12 +31,7 @@ ROLL_AVX2 inline __m256 as_dtype(__m256 v, c10::BFloat16) {
 inline float as_dtype(float v, float) { return v; }
 inline float as_dtype(float v, c10::BFloat16) { return static_cast<float>(c10::BFloat16(v)); }
 
-ROLL_AVX2 inline float hsum(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
+using v8::hsum;
 
 // Σ a_j b_j over a row, in fp32.
 template <typename A, typename B>
@@ -112,18 +106,10 @@ ROLL_AVX2 void backward_rows(const T* x, const T* w, const T* dy, const float* r
   }
 }
 
-template <typename Fn>
-void with_element_type(at::ScalarType dtype, Fn&& fn) {
-  if (dtype == at::kBFloat16)
-    fn(c10::BFloat16());
-  else
-    fn(float());
-}
-
 std::pair<at::Tensor, at::Tensor> forward_cpu(const at::Tensor& x, const at::Tensor& w, double eps) {
   const int64_t n = x.size(-1), rows = x.numel() / std::max<int64_t>(n, 1);
   at::Tensor y = at::empty_like(x), rstd = at::empty({rows}, x.options().dtype(at::kFloat));
-  with_element_type(x.scalar_type(), [&](auto zero) {
+  core::with_float_or_bf16(x.scalar_type() == at::kBFloat16, [&](auto zero) {
     using T = decltype(zero);
     const T *xp = x.data_ptr<T>(), *wp = w.data_ptr<T>();
     T* yp = y.data_ptr<T>();
@@ -152,7 +138,7 @@ struct RmsNormFn : public torch::autograd::Function<RmsNormFn> {
     // dw: one fp32 partial per task, summed after (rows split evenly over the threads).
     const int64_t tasks = want_dw ? std::max<int64_t>(1, std::min<int64_t>(at::get_num_threads(), rows)) : 1;
     at::Tensor partial = want_dw ? at::zeros({tasks, n}, x.options().dtype(at::kFloat)) : at::Tensor();
-    with_element_type(x.scalar_type(), [&](auto zero) {
+    core::with_float_or_bf16(x.scalar_type() == at::kBFloat16, [&](auto zero) {
       using T = decltype(zero);
       const T *xp = x.data_ptr<T>(), *wp = w.data_ptr<T>(), *dyp = dy.data_ptr<T>();
       T* dxp = want_dx ? dx.data_ptr<T>() : nullptr;

@@ -18,10 +18,8 @@ using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 namespace v8 = core::avx2;
 
-ROLL_AVX2 inline __m256 load8(const float* p) { return _mm256_loadu_ps(p); }
-ROLL_AVX2 inline __m256 load8(const c10::BFloat16* p) { return v8::load8_bf16(reinterpret_cast<const uint16_t*>(p)); }
-ROLL_AVX2 inline void store8(float* p, __m256 v) { _mm256_storeu_ps(p, v); }
-ROLL_AVX2 inline void store8(c10::BFloat16* p, __m256 v) { v8::store8_bf16(reinterpret_cast<uint16_t*>(p), v); }
+using v8::load8;
+using v8::store8;
 
 // sigmoid(g) = 1 / (1 + exp(-g)).
 ROLL_AVX2 inline __m256 sigmoid8(__m256 g) {
@@ -64,18 +62,9 @@ ROLL_AVX2 void backward_avx2(T* dg, T* du, const T* d, const T* g, const T* u, i
 
 constexpr int64_t kGrain = 1 << 14;
 
-// fn(T{}) with T the element type of a bf16 or fp32 tensor.
-template <typename Fn>
-void with_element_type(at::ScalarType dtype, Fn&& fn) {
-  if (dtype == at::kBFloat16)
-    fn(c10::BFloat16());
-  else
-    fn(float());
-}
-
 at::Tensor forward_cpu(const at::Tensor& g, const at::Tensor& u) {
   at::Tensor act = at::empty_like(g);
-  with_element_type(g.scalar_type(), [&](auto zero) {
+  core::with_float_or_bf16(g.scalar_type() == at::kBFloat16, [&](auto zero) {
     using T = decltype(zero);
     T* a = act.data_ptr<T>();
     const T *gp = g.data_ptr<T>(), *up = u.data_ptr<T>();
@@ -95,7 +84,7 @@ struct SwigluFn : public torch::autograd::Function<SwigluFn> {
     const at::Tensor &g = saved[0], &u = saved[1];
     const at::Tensor d = grads[0].to(g.scalar_type()).contiguous();
     at::Tensor dg = at::empty_like(g), du = at::empty_like(u);
-    with_element_type(g.scalar_type(), [&](auto zero) {
+    core::with_float_or_bf16(g.scalar_type() == at::kBFloat16, [&](auto zero) {
       using T = decltype(zero);
       T *dgp = dg.data_ptr<T>(), *dup = du.data_ptr<T>();
       const T *dp = d.data_ptr<T>(), *gp = g.data_ptr<T>(), *up = u.data_ptr<T>();
