@@ -5,9 +5,11 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <string>
 #include <torch/csrc/autograd/autograd.h>
 
 #include "roll/model/autograd_ops.h"
+#include "roll/model/rope_kernel.h"
 
 namespace {
 
@@ -136,4 +138,50 @@ TEST(ModelAutogradOps, RopeGradientEqualsAutogradOfTheFormula) {
   // Without a gradient to keep, the plain formula runs (no autograd node).
   at::NoGradGuard no_grad;
   EXPECT_TRUE(at::allclose(roll::model::rope(x0, cos, sin), yr.detach(), 0, 1e-15));
+}
+
+// RoPE's one-pass CPU kernel (model/rope_kernel.h), fp32 and bf16, against the formula and its
+// transpose in float64: head_dim 64 (whole vectors) and 20 (a scalar tail after 8 lanes); cos and
+// sin with unequal halves, so that each half's term is checked. Each output is two products and a
+// sum in fp32 (3 · 2^-24 of the terms' magnitude) rounded once to bf16 (2^-8 of the value).
+TEST(ModelAutogradOps, RopeKernelMatchesTheFormulaInFloat64) {
+  if (!roll::model::rope_kernel_applies(at::zeros({1, 1, 2}), at::zeros({1, 1, 2}), at::zeros({1, 1, 2})))
+    GTEST_SKIP() << "the kernel needs AVX2";
+  for (auto dtype : {at::kFloat, at::kBFloat16})
+    for (int64_t D : {64, 20}) {
+      SCOPED_TRACE(std::to_string(D) + (dtype == at::kBFloat16 ? " bf16" : " fp32"));
+      at::manual_seed(D);
+      const at::Tensor x0 = (at::randn({2, 5, 3, D}) * 2).to(dtype);
+      const at::Tensor cos = at::randn({2, 5, 1, D}).to(dtype), sin = at::randn({2, 5, 1, D}).to(dtype);
+      const at::Tensor g = at::randn({2, 5, 3, D}).to(dtype);
+      ASSERT_TRUE(roll::model::rope_kernel_applies(x0, cos, sin));
+      at::Tensor x = x0.clone().requires_grad_(true);
+      const at::Tensor y = roll::model::rope(x, cos, sin);
+      y.backward(g);
+
+      const int64_t h = D / 2;
+      const at::Tensor cd = cos.to(at::kDouble), sd = sin.to(at::kDouble), gd = g.to(at::kDouble);
+      at::Tensor xd = x0.to(at::kDouble).requires_grad_(true);
+      const at::Tensor rot = at::cat({-xd.slice(-1, h), xd.slice(-1, 0, h)}, -1);
+      const at::Tensor ref = xd * cd + rot * sd;
+      ref.backward(gd);
+      const double u = dtype == at::kBFloat16 ? std::ldexp(1.0, -8) : 0;
+      // The magnitude of each output's two terms: forward |a|·|cos| + |swap(a)|·|sin|; the transpose
+      // takes each half's sine from the other half: |a|·|cos| + swap(|a|·|sin|).
+      auto swap = [&](const at::Tensor& t) { return at::cat({t.slice(-1, h), t.slice(-1, 0, h)}, -1); };
+      auto mag = [&](const at::Tensor& a) {
+        const at::Tensor ad = a.to(at::kDouble).abs();
+        return ad * cd.abs() + swap(ad) * sd.abs();
+      };
+      auto mag_t = [&](const at::Tensor& a) {
+        const at::Tensor ad = a.to(at::kDouble).abs();
+        return ad * cd.abs() + swap(ad * sd.abs());
+      };
+      const at::Tensor y_err = (y.detach().to(at::kDouble) - ref.detach()).abs();
+      const at::Tensor y_bound = u * ref.detach().abs() + 3 * std::ldexp(1.0, -24) * mag(x0) + 1e-30;
+      EXPECT_EQ((y_err > y_bound).sum().item<int64_t>(), 0) << (y_err - y_bound).max().item<double>();
+      const at::Tensor gx_err = (x.grad().to(at::kDouble) - xd.grad()).abs();
+      const at::Tensor gx_bound = u * xd.grad().abs() + 3 * std::ldexp(1.0, -24) * mag_t(g) + 1e-30;
+      EXPECT_EQ((gx_err > gx_bound).sum().item<int64_t>(), 0) << (gx_err - gx_bound).max().item<double>();
+    }
 }

@@ -8,6 +8,7 @@
 #include <torch/csrc/autograd/custom_function.h>
 
 #include "roll/model/logit_rows.h"
+#include "roll/model/rope_kernel.h"
 
 namespace roll::model {
 namespace {
@@ -303,15 +304,22 @@ at::Tensor rope_formula(const at::Tensor& x, const at::Tensor& cos, const at::Te
   return x * cos + rotate_half(x) * sin;
 }
 
+// The formula, or its one-pass kernel where it applies (model/rope_kernel.h).
+at::Tensor rope_forward(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) {
+  return rope_kernel_applies(x, cos, sin) ? rope_cpu(x, cos, sin, /*transpose=*/false) : rope_formula(x, cos, sin);
+}
+
 struct RopeFn : public torch::autograd::Function<RopeFn> {
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) {
     ctx->save_for_backward({cos, sin});
     at::NoGradGuard no_grad;
-    return rope_formula(x, cos, sin);
+    return rope_forward(x, cos, sin);
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     auto saved = ctx->get_saved_variables();
-    const at::Tensor& g = grads[0];
+    const at::Tensor g = grads[0].contiguous();
+    if (rope_kernel_applies(g, saved[0], saved[1]))
+      return {rope_cpu(g, saved[0], saved[1], /*transpose=*/true), at::Tensor(), at::Tensor()};
     return {g * saved[0] + rotate_half_transposed(g * saved[1]), at::Tensor(), at::Tensor()};
   }
 };
@@ -319,7 +327,7 @@ struct RopeFn : public torch::autograd::Function<RopeFn> {
 }  // namespace
 
 at::Tensor rope(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) {
-  if (!at::GradMode::is_enabled() || !x.requires_grad()) return rope_formula(x, cos, sin);
+  if (!at::GradMode::is_enabled() || !x.requires_grad()) return rope_forward(x, cos, sin);
   return RopeFn::apply(x, cos, sin);
 }
 
