@@ -90,7 +90,6 @@ struct CheckpointFn : public torch::autograd::Function<CheckpointFn> {
   }
 };
 
-
 // Forward of the chunked log-prob, shared by the autograd and the no-grad paths. A bf16 head on an
 // AVX2 CPU takes the fused row kernels (model/logit_rows.h): its logits stay bf16, as the product
 // rounds them, and backward needs only them and each row's log-sum-exp (`lse_out`). With `kept`

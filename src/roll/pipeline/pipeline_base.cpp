@@ -88,7 +88,10 @@ std::chrono::milliseconds PipelineBase::rpc_timeout() const {
 
 void PipelineBase::stop_runtime() {
   if (dashboard_) dashboard_->attach(nullptr);
-  if (runtime_) runtime_->shutdown();
+  if (runtime_) {
+    log::info("stopping the workers");
+    runtime_->shutdown();
+  }
 }
 
 void PipelineBase::start_dashboard() {
@@ -540,6 +543,11 @@ int PipelineBase::run_steps() {
     progress->advance();
   }
   progress->finish();
+  // A worker that died after the last call the run made to it failed nothing, but it still died:
+  // the run reports it (an OOM kill, a crash) instead of ending as if all were well. Its work is
+  // done and the checkpoints are complete.
+  if (auto why = cluster_failure())
+    throw Error(fmt::format("{} (after the run's last call to it; every step and checkpoint completed)", *why));
   on_finished();
   tracker_->finish();
   stop_runtime();
