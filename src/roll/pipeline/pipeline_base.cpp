@@ -82,6 +82,11 @@ std::optional<std::string> PipelineBase::cluster_failure() const {
   return std::nullopt;
 }
 
+void PipelineBase::fail_if_a_worker_died() const {
+  if (auto why = cluster_failure())
+    throw Error(fmt::format("{} (after the run's last call to it; the run's work completed)", *why));
+}
+
 std::chrono::milliseconds PipelineBase::rpc_timeout() const {
   return std::chrono::seconds(std::max<int64_t>(1, config().rpc_timeout));
 }
@@ -450,6 +455,7 @@ int PipelineBase::run_eval_only() {
   history_.push_back(record);
   tracker_->log(0, record);
   log::info("eval metrics: {}", nlohmann::json(eval_metric_names(m)).dump());
+  fail_if_a_worker_died();
   on_finished();
   tracker_->finish();
   stop_runtime();
@@ -543,11 +549,7 @@ int PipelineBase::run_steps() {
     progress->advance();
   }
   progress->finish();
-  // A worker that died after the last call the run made to it failed nothing, but it still died:
-  // the run reports it (an OOM kill, a crash) instead of ending as if all were well. Its work is
-  // done and the checkpoints are complete.
-  if (auto why = cluster_failure())
-    throw Error(fmt::format("{} (after the run's last call to it; every step and checkpoint completed)", *why));
+  fail_if_a_worker_died();
   on_finished();
   tracker_->finish();
   stop_runtime();

@@ -96,6 +96,10 @@ class PipelineBase {
   // Why the run cannot go on (a worker died, a node was lost), from any running cluster; nullopt
   // while all are well. For waits that no failed call wakes (rollouts fed by other workers).
   std::optional<std::string> cluster_failure() const;
+  // At the end of a run: a worker that died after the run's last call to it failed nothing, but it
+  // still died (a crash, an OOM kill), so the run reports it, naming the worker, instead of ending
+  // as if all were well. Its work is done and the checkpoints are complete.
+  void fail_if_a_worker_died() const;
 
   // ref_log_probs, old_log_probs (zeros unless enable_old_logprobs_recompute; ref := old without a
   // reference cluster) and values (with a critic) of `batch` [B, S], as both pipelines need them
